@@ -1,0 +1,65 @@
+package eq
+
+import (
+	"context"
+
+	"github.com/cockroachdb/errors"
+	"github.com/gofabric/gofabric/fi"
+)
+
+// Attr mirrors struct fi_eq_attr.
+type Attr struct {
+	// Size is the queue's capacity in events; zero lets the implementation
+	// choose.
+	Size int
+	// Flags: fi.FlagWrite (FI_WRITE) allows EventQueue.Write.
+	Flags fi.Flags
+	// WaitObj is the wait object; WaitUnspec and WaitNone are accepted.
+	WaitObj         fi.WaitObj
+	SignalingVector int
+}
+
+// EventQueue is an event queue (struct fid_eq; fi_eq(3)): it reports
+// control events (connection management, asynchronous MR and AV work,
+// multicast joins).
+//
+// All methods are safe for concurrent use. Read, Peek and ReadErr never
+// block and do not allocate; SRead blocks until an event, an error entry,
+// the context's end, or Close.
+type EventQueue interface {
+	fi.Fid
+	// Read removes and returns the next event (fi_eq_read). It returns
+	// bare fi.EAGAIN when the queue is empty and bare fi.EAVAIL when the
+	// next entry is an error, to be fetched with ReadErr.
+	Read() (Event, error)
+	// Peek returns the next event without removing it (fi_eq_read with
+	// FI_PEEK); errors as Read.
+	Peek() (Event, error)
+	// ReadErr removes and returns the next error entry (fi_eq_readerr), or
+	// bare fi.EAGAIN when there is none at the head of the queue.
+	ReadErr() (*EQError, error)
+	// Write inserts an event or, given an *EQError, an error entry
+	// (fi_eq_write). It requires fi.FlagWrite in the queue's attributes.
+	Write(ev Event) error
+	// SRead is the blocking Read (fi_eq_sread): it waits for an event until
+	// ctx is done and then returns ctx's error.
+	SRead(ctx context.Context) (Event, error)
+}
+
+// EQOpener is implemented by fabrics that open event queues.
+type EQOpener interface {
+	OpenEQ(attr *Attr) (EventQueue, error)
+}
+
+// OpenEQ opens an event queue on fabric f (fi_eq_open). It returns ENOSYS
+// when the fabric has no event queues.
+func OpenEQ(f fi.Fabric, attr *Attr) (EventQueue, error) {
+	o, ok := f.(EQOpener)
+	if !ok {
+		return nil, errors.Wrapf(fi.ENOSYS, "eq: open eq: fabric %T has no event queues", f)
+	}
+	if attr == nil {
+		attr = &Attr{}
+	}
+	return o.OpenEQ(attr)
+}
