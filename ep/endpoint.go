@@ -73,7 +73,8 @@ type CM interface {
 	// (its Info.Handle) with private data (fi_accept).
 	Accept(data []byte) error
 	// Shutdown closes the connection (fi_shutdown); flags must be 0. Each
-	// side gets exactly one eq.Shutdown event.
+	// endpoint gets exactly one terminal event: eq.Shutdown after
+	// eq.Connected, or an error event when the attempt failed.
 	Shutdown(flags fi.Flags) error
 	// Peer copies the peer's address into buf with Name's ETOOSMALL rule
 	// (fi_getpeer).
@@ -81,6 +82,12 @@ type CM interface {
 	// CMDataSize is the largest private data Connect, Accept and Reject
 	// carry (FI_OPT_CM_DATA_SIZE).
 	CMDataSize() int
+}
+
+// BacklogSetter is implemented by passive endpoints whose listen backlog
+// can be changed (fi_control with FI_BACKLOG).
+type BacklogSetter interface {
+	SetBacklog(n int) error
 }
 
 // MulticastGroup is a joined multicast group (struct fid_mc; fi_join(3)).

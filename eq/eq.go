@@ -38,8 +38,8 @@ type EventQueue interface {
 	// ReadErr removes and returns the next error entry (fi_eq_readerr), or
 	// bare fi.EAGAIN when there is none at the head of the queue.
 	ReadErr() (*EQError, error)
-	// Write inserts an event or, given an *EQError, an error entry
-	// (fi_eq_write). It requires fi.FlagWrite in the queue's attributes.
+	// Write inserts an application event (fi_eq_write). It requires
+	// fi.FlagWrite in the queue's attributes.
 	Write(ev Event) error
 	// SRead is the blocking Read (fi_eq_sread): it waits for an event until
 	// ctx is done and then returns ctx's error.

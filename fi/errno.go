@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"net"
+	"os"
+	"strconv"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -85,36 +87,120 @@ const (
 	EFIREWALLADDR Errno = 271 // FI_EFIREWALLADDR: host unreachable due to firewall (newer libfabric)
 )
 
-// Error returns the text fi_strerror(3) gives for e, without allocating for
-// any value in 0..271.
+// Error returns the text fi_strerror(3) gives for e: the host's strerror
+// text below 256 ("Resource temporarily unavailable"), libfabric's own text
+// from 256 ("Error available"), and FI_EOTHER's "Unspecified error" for
+// codes past libfabric's last. Like fi_strerror it uses e's absolute value.
+// It does not allocate.
 func (e Errno) Error() string { return strerror(e) }
 
-// Is reports whether e matches target: the equal syscall.Errno, and
-// ECANCELED ↔ context.Canceled, ETIMEDOUT ↔ context.DeadlineExceeded,
-// EBADF ↔ net.ErrClosed.
-func (e Errno) Is(target error) bool {
-	switch t := target.(type) {
-	case syscall.Errno:
-		return e < 256 && int(t) == int(e)
+// Name returns the fi_errno.h macro name of e, such as "FI_EAGAIN", for
+// logs and test failures; libfabric has no such call. EWOULDBLOCK
+// equals EAGAIN on Linux and is named "FI_EAGAIN". A code without a name
+// in package fi gives "FI_ERRNO(n)", for example "FI_ERRNO(300)" or
+// "FI_ERRNO(3)" for ESRCH; only those allocate.
+func (e Errno) Name() string {
+	if e >= 0 && int(e) < len(errnoNames) && errnoNames[e] != "" {
+		return errnoNames[e]
 	}
-	switch {
-	case e == ECANCELED && target == context.Canceled:
-		return true
-	case e == ETIMEDOUT && target == context.DeadlineExceeded:
-		return true
-	case e == EBADF && target == net.ErrClosed:
-		return true
+	return "FI_ERRNO(" + strconv.Itoa(int(e)) + ")"
+}
+
+// errnoNames maps each named code to its fi_errno.h name. The keys are the
+// constants themselves, so a second name for one value (EWOULDBLOCK) cannot
+// be listed by mistake: the compiler rejects duplicate keys.
+var errnoNames = [...]string{
+	SUCCESS:       "FI_SUCCESS",
+	EPERM:         "FI_EPERM",
+	ENOENT:        "FI_ENOENT",
+	EINTR:         "FI_EINTR",
+	EIO:           "FI_EIO",
+	E2BIG:         "FI_E2BIG",
+	EBADF:         "FI_EBADF",
+	EAGAIN:        "FI_EAGAIN",
+	ENOMEM:        "FI_ENOMEM",
+	EACCES:        "FI_EACCES",
+	EFAULT:        "FI_EFAULT",
+	EBUSY:         "FI_EBUSY",
+	ENODEV:        "FI_ENODEV",
+	EINVAL:        "FI_EINVAL",
+	EMFILE:        "FI_EMFILE",
+	ENOSPC:        "FI_ENOSPC",
+	ENOSYS:        "FI_ENOSYS",
+	ENOMSG:        "FI_ENOMSG",
+	ENODATA:       "FI_ENODATA",
+	EOVERFLOW:     "FI_EOVERFLOW",
+	EMSGSIZE:      "FI_EMSGSIZE",
+	ENOPROTOOPT:   "FI_ENOPROTOOPT",
+	EOPNOTSUPP:    "FI_EOPNOTSUPP",
+	EADDRINUSE:    "FI_EADDRINUSE",
+	EADDRNOTAVAIL: "FI_EADDRNOTAVAIL",
+	ENETDOWN:      "FI_ENETDOWN",
+	ENETUNREACH:   "FI_ENETUNREACH",
+	ECONNABORTED:  "FI_ECONNABORTED",
+	ECONNRESET:    "FI_ECONNRESET",
+	ENOBUFS:       "FI_ENOBUFS",
+	EISCONN:       "FI_EISCONN",
+	ENOTCONN:      "FI_ENOTCONN",
+	ESHUTDOWN:     "FI_ESHUTDOWN",
+	ETIMEDOUT:     "FI_ETIMEDOUT",
+	ECONNREFUSED:  "FI_ECONNREFUSED",
+	EHOSTDOWN:     "FI_EHOSTDOWN",
+	EHOSTUNREACH:  "FI_EHOSTUNREACH",
+	EALREADY:      "FI_EALREADY",
+	EINPROGRESS:   "FI_EINPROGRESS",
+	EREMOTEIO:     "FI_EREMOTEIO",
+	ECANCELED:     "FI_ECANCELED",
+	EKEYREJECTED:  "FI_EKEYREJECTED",
+	EOTHER:        "FI_EOTHER",
+	ETOOSMALL:     "FI_ETOOSMALL",
+	EOPBADSTATE:   "FI_EOPBADSTATE",
+	EAVAIL:        "FI_EAVAIL",
+	EBADFLAGS:     "FI_EBADFLAGS",
+	ENOEQ:         "FI_ENOEQ",
+	EDOMAIN:       "FI_EDOMAIN",
+	ENOCQ:         "FI_ENOCQ",
+	ECRC:          "FI_ECRC",
+	ETRUNC:        "FI_ETRUNC",
+	ENOKEY:        "FI_ENOKEY",
+	ENOAV:         "FI_ENOAV",
+	EOVERRUN:      "FI_EOVERRUN",
+	ENORX:         "FI_ENORX",
+	ENOMR:         "FI_ENOMR",
+	EFIREWALLADDR: "FI_EFIREWALLADDR",
+}
+
+// Is reports whether e matches target, for errors.Is: the syscall.Errno of
+// the same value (codes below 256 only), and ECANCELED ↔ context.Canceled,
+// ETIMEDOUT ↔ context.DeadlineExceeded, EBADF ↔ net.ErrClosed.
+func (e Errno) Is(target error) bool {
+	if t, ok := target.(syscall.Errno); ok {
+		return e >= 0 && e < 256 && uintptr(t) == uintptr(e)
+	}
+	switch target {
+	case context.Canceled:
+		return e == ECANCELED
+	case context.DeadlineExceeded:
+		return e == ETIMEDOUT
+	case net.ErrClosed:
+		return e == EBADF
 	}
 	return false
 }
 
-// Code returns the first Errno found in err's chain. It falls back to a
-// syscall.Errno in the chain, then to the context errors (ECANCELED,
-// ETIMEDOUT) and net.ErrClosed (EBADF), and finally to EOTHER. Code(nil) is
-// SUCCESS.
+// Code returns the libfabric code of err, as a C caller would read it from
+// a negative return value: the first Errno in err's chain (through any
+// Unwrap, such as cockroachdb/errors wrappers and *eq.EQError); else the
+// first syscall.Errno; else ECANCELED for context.Canceled, ETIMEDOUT for
+// context.DeadlineExceeded or os.ErrDeadlineExceeded (a passed I/O
+// deadline), EBADF for net.ErrClosed; else EOTHER. Code(nil) is SUCCESS. A
+// bare Errno is returned as is, without allocating.
 func Code(err error) Errno {
 	if err == nil {
 		return SUCCESS
+	}
+	if e, ok := err.(Errno); ok {
+		return e
 	}
 	var e Errno
 	if errors.As(err, &e) {
@@ -127,7 +213,7 @@ func Code(err error) Errno {
 	switch {
 	case errors.Is(err, context.Canceled):
 		return ECANCELED
-	case errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, os.ErrDeadlineExceeded):
 		return ETIMEDOUT
 	case errors.Is(err, net.ErrClosed):
 		return EBADF

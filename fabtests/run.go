@@ -1,0 +1,163 @@
+package fabtests
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/gofabric/gofabric/fi"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+)
+
+// Config selects the provider under test and tunes the suite.
+type Config struct {
+	// Provider is the registered provider name ("tcp", "shm"...). Required.
+	Provider string
+	// Hints are extra hints merged into every GetInfo the suite makes; the
+	// suite sets FabricAttr.ProvName and the endpoint type itself. May be
+	// nil.
+	Hints *fi.Info
+	// Node and Service address the provider's local interface for tests
+	// that need addresses (AV inserts); if Node is empty "127.0.0.1" is
+	// used, if Service is empty ports from 49152 up are used.
+	Node    string
+	Service string
+	// Groups restricts the run to these groups ("unit/eq", or a prefix
+	// such as "unit"); empty runs every group.
+	Groups []string
+	// Exclude lists tests to skip with their reason, like libfabric's
+	// per-provider exclude files: the key is a test path as t.Run names it
+	// below Run ("unit/eq/peek").
+	Exclude map[string]string
+	// Timeout bounds every blocking step of the suite; zero means 10s.
+	Timeout time.Duration
+}
+
+// group is one named set of tests.
+type group struct {
+	name string
+	run  func(t *testing.T, s *suite)
+}
+
+var groups = []group{
+	{"unit/getinfo", testGetInfo},
+	{"unit/eq", testEQ},
+	{"unit/cq", testCQ},
+	{"unit/cntr", testCntr},
+	{"unit/av", testAV},
+	{"unit/mr", testMR},
+}
+
+// Groups returns the names of the suite's groups, in the order Run runs
+// them.
+func Groups() []string {
+	names := make([]string, len(groups))
+	for i, g := range groups {
+		names[i] = g.name
+	}
+	return names
+}
+
+// Run runs the conformance suite against cfg.Provider. It checks after
+// each group that the group left no goroutine behind.
+func Run(t *testing.T, cfg Config) {
+	t.Helper()
+	require.NotEmpty(t, cfg.Provider, "fabtests: Config.Provider is required")
+	if cfg.Node == "" {
+		cfg.Node = "127.0.0.1"
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 10 * time.Second
+	}
+	s := &suite{cfg: cfg}
+	for _, g := range groups {
+		if !s.selected(g.name) {
+			continue
+		}
+		t.Run(g.name, func(t *testing.T) {
+			ignore := goleak.IgnoreCurrent()
+			g.run(t, s)
+			if !t.Failed() && !t.Skipped() {
+				goleak.VerifyNone(t, ignore)
+			}
+		})
+	}
+}
+
+// suite carries the configuration through the groups.
+type suite struct {
+	cfg Config
+}
+
+func (s *suite) selected(name string) bool {
+	if len(s.cfg.Groups) == 0 {
+		return true
+	}
+	return slices.ContainsFunc(s.cfg.Groups, func(g string) bool {
+		return g == name || len(name) > len(g) && name[:len(g)] == g && name[len(g)] == '/'
+	})
+}
+
+// ctx returns a context bounded by the suite's timeout.
+func (s *suite) ctx(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Timeout)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// run runs one test of a group as a subtest, honouring Config.Exclude.
+func (s *suite) run(t *testing.T, name string, f func(t *testing.T)) {
+	t.Helper()
+	t.Run(name, func(t *testing.T) {
+		if why, ok := s.cfg.Exclude[relName(t.Name())]; ok {
+			t.Skipf("excluded by the provider's configuration: %s", why)
+		}
+		f(t)
+	})
+}
+
+// relName strips the top-level test name and returns the path below Run,
+// e.g. "unit/eq/peek".
+func relName(full string) string {
+	for i := 0; i < len(full); i++ {
+		if full[i] == '/' {
+			return full[i+1:]
+		}
+	}
+	return full
+}
+
+// hints returns the suite's base hints for endpoint type typ (EPTypeUnspec
+// for any).
+func (s *suite) hints(typ fi.EPType) *fi.Info {
+	h := s.cfg.Hints.Clone()
+	h.FabricAttr.ProvName = s.cfg.Provider
+	if typ != fi.EPTypeUnspec {
+		h.EPAttr.Type = typ
+	}
+	return h
+}
+
+// skipIfAbsent skips the test when err says the provider lacks the ability
+// (ENOSYS, ENODATA, EOPNOTSUPP), and fails it on any other error.
+func skipIfAbsent(t testing.TB, err error, what string) {
+	t.Helper()
+	if err == nil {
+		return
+	}
+	switch fi.Code(err) {
+	case fi.ENOSYS, fi.ENODATA, fi.EOPNOTSUPP:
+		t.Skipf("provider does not offer %s: %v", what, err)
+	}
+	require.NoError(t, err, what)
+}
+
+// requireCoded fails unless err carries an Errno that is not EOTHER: every
+// public error of a provider must (the rule of ARCHITECTURE.md §4).
+func requireCoded(t testing.TB, err error) {
+	t.Helper()
+	require.Error(t, err)
+	require.NotEqual(t, fi.EOTHER, fi.Code(err), "error without an fi.Errno in its chain: %v", err)
+}

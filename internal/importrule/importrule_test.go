@@ -1,0 +1,92 @@
+// Package importrule holds the repository-wide test of the layering rule:
+// fi <- eq <- ep <- internal/provutil <- providers, with fabtests and cmd on
+// top, and cgo only in providers/verbs.
+package importrule
+
+import (
+	"encoding/json"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+const module = "github.com/gofabric/gofabric"
+
+type pkg struct {
+	ImportPath string
+	Deps       []string
+	CgoFiles   []string
+}
+
+// layer gives each package class its rank; a package may import only
+// packages of a lower rank (or the same package).
+func layer(path string) (rank int, name string) {
+	rel := strings.TrimPrefix(strings.TrimPrefix(path, module), "/")
+	switch {
+	case rel == "fi" || strings.HasPrefix(rel, "fi/"):
+		return 0, "fi"
+	case rel == "eq":
+		return 1, "eq"
+	case rel == "ep":
+		return 2, "ep"
+	case strings.HasPrefix(rel, "internal/provutil"):
+		return 3, "internal/provutil"
+	case strings.HasPrefix(rel, "providers/") && rel != "providers/all":
+		return 4, "providers"
+	default: // fabtests, cmd, tools: may import anything
+		return 5, rel
+	}
+}
+
+func listPackages(t *testing.T) []pkg {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-json=ImportPath,Deps,CgoFiles", module+"/...").Output()
+	require.NoError(t, err, "go list")
+	var pkgs []pkg
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	for dec.More() {
+		var p pkg
+		require.NoError(t, dec.Decode(&p))
+		pkgs = append(pkgs, p)
+	}
+	require.NotEmpty(t, pkgs)
+	return pkgs
+}
+
+func TestImportRule(t *testing.T) {
+	for _, p := range listPackages(t) {
+		rank, name := layer(p.ImportPath)
+		for _, d := range p.Deps {
+			if !strings.HasPrefix(d, module+"/") {
+				continue
+			}
+			drank, dname := layer(d)
+			if drank > rank || (drank == rank && rank == 4 && !strings.HasPrefix(d, p.ImportPath)) {
+				t.Errorf("%s (%s) imports %s (%s): layering is fi <- eq <- ep <- internal/provutil <- providers", p.ImportPath, name, d, dname)
+			}
+		}
+	}
+}
+
+func TestCgoOnlyInVerbs(t *testing.T) {
+	for _, p := range listPackages(t) {
+		if len(p.CgoFiles) > 0 && !strings.HasSuffix(p.ImportPath, "/providers/verbs") {
+			t.Errorf("%s uses cgo (%v): only providers/verbs may", p.ImportPath, p.CgoFiles)
+		}
+	}
+}
+
+// TestLayerRanks pins the rule itself, so a broken classifier cannot make
+// TestImportRule pass vacuously.
+func TestLayerRanks(t *testing.T) {
+	for path, want := range map[string]int{
+		module + "/fi": 0, module + "/eq": 1, module + "/ep": 2,
+		module + "/internal/provutil": 3, module + "/providers/tcp": 4,
+		module + "/fabtests": 5, module + "/cmd/fi_info": 5,
+	} {
+		got, _ := layer(path)
+		require.Equal(t, want, got, path)
+	}
+}

@@ -1,0 +1,209 @@
+package provutil
+
+import (
+	"context"
+	"sync"
+
+	"github.com/cockroachdb/errors"
+	"github.com/gofabric/gofabric/fi"
+)
+
+// AV is the software address vector providers share (libfabric's util_av):
+// a table from fi.Addr indexes to peer addresses in the domain's format. It
+// implements fi.AV.
+//
+// AV is safe for concurrent use. Lookups from the data path (Addr, Find)
+// take a read lock and do not allocate.
+type AV struct {
+	ref    Ref
+	typ    fi.AVType
+	format fi.AddrFormat
+	// validate checks an address before it is inserted; nil accepts any
+	// non-empty address.
+	validate func([]byte) error
+
+	mu      sync.RWMutex       // guards the fields below
+	entries [][]byte           // fi.Addr -> address; nil marks a free slot
+	free    []fi.Addr          // free slots, reused by FI_AV_MAP only
+	byAddr  map[string]fi.Addr // address bytes -> fi.Addr
+}
+
+// NewAV returns an empty address vector of the given attributes. Addresses
+// are in format; validate, if non-nil, vets each address on insertion (the
+// provider's own address rules).
+func NewAV(attr *fi.AVAttr, format fi.AddrFormat, validate func([]byte) error) *AV {
+	typ := attr.Type
+	if typ == fi.AVUnspec {
+		typ = fi.AVMap
+	}
+	n := attr.Count
+	if n <= 0 {
+		n = 16
+	}
+	return &AV{
+		typ:      typ,
+		format:   format,
+		validate: validate,
+		entries:  make([][]byte, 0, n),
+		byAddr:   make(map[string]fi.Addr, n),
+	}
+}
+
+// Type returns the AV's type (FI_AV_MAP or FI_AV_TABLE).
+func (av *AV) Type() fi.AVType { return av.typ }
+
+// Acquire takes a reference for an endpoint bound to the AV; see
+// [Referenced].
+func (av *AV) Acquire() error { return av.ref.Acquire() }
+
+// Release drops a reference taken by Acquire.
+func (av *AV) Release() { av.ref.Release() }
+
+// Insert implements fi.AV (fi_av_insert). Inserting an address already
+// present returns its existing fi.Addr. Each address that fails validation
+// gets fi.AddrUnspec and the first failure is returned.
+func (av *AV) Insert(addrs [][]byte, flags fi.Flags) ([]fi.Addr, error) {
+	if av.ref.Closed() {
+		return nil, fi.EBADF
+	}
+	out := make([]fi.Addr, len(addrs))
+	var first error
+	av.mu.Lock()
+	defer av.mu.Unlock()
+	for i, a := range addrs {
+		out[i] = fi.AddrUnspec
+		if err := av.check(a); err != nil {
+			if first == nil {
+				first = errors.Wrapf(err, "av: insert address %d", i)
+			}
+			continue
+		}
+		out[i] = av.insertLocked(a)
+	}
+	return out, first
+}
+
+func (av *AV) check(a []byte) error {
+	if len(a) == 0 {
+		return errors.Wrap(fi.EINVAL, "empty address")
+	}
+	if av.validate != nil {
+		return av.validate(a)
+	}
+	return nil
+}
+
+func (av *AV) insertLocked(a []byte) fi.Addr {
+	if fa, ok := av.byAddr[string(a)]; ok {
+		return fa
+	}
+	c := append([]byte(nil), a...)
+	var fa fi.Addr
+	if n := len(av.free); n > 0 && av.typ == fi.AVMap {
+		fa = av.free[n-1]
+		av.free = av.free[:n-1]
+		av.entries[fa] = c
+	} else {
+		fa = fi.Addr(len(av.entries))
+		av.entries = append(av.entries, c)
+	}
+	av.byAddr[string(c)] = fa
+	return fa
+}
+
+// InsertSvc implements fi.AV (fi_av_insertsvc): it resolves node and
+// service in the AV's address format and inserts the result.
+func (av *AV) InsertSvc(node, service string, flags fi.Flags) (fi.Addr, error) {
+	a, err := fi.ResolveAddr(context.Background(), av.format, node, service, flags)
+	if err != nil {
+		return fi.AddrUnspec, errors.Wrapf(err, "av: insertsvc %s:%s", node, service)
+	}
+	out, err := av.Insert([][]byte{a}, flags)
+	if err != nil {
+		return fi.AddrUnspec, err
+	}
+	return out[0], nil
+}
+
+// Remove implements fi.AV (fi_av_remove). Removing an address that is not
+// in the AV returns fi.EINVAL and removes nothing.
+func (av *AV) Remove(addrs []fi.Addr, flags fi.Flags) error {
+	if av.ref.Closed() {
+		return fi.EBADF
+	}
+	av.mu.Lock()
+	defer av.mu.Unlock()
+	for _, fa := range addrs {
+		if uint64(fa) >= uint64(len(av.entries)) || av.entries[fa] == nil {
+			return errors.Wrapf(fi.EINVAL, "av: remove: fi_addr %d not in the av", uint64(fa))
+		}
+	}
+	for _, fa := range addrs {
+		delete(av.byAddr, string(av.entries[fa]))
+		av.entries[fa] = nil
+		av.free = append(av.free, fa)
+	}
+	return nil
+}
+
+// Lookup implements fi.AV (fi_av_lookup) with the ETOOSMALL rule.
+func (av *AV) Lookup(fa fi.Addr, buf []byte) (int, error) {
+	a, ok := av.Addr(fa)
+	if !ok {
+		if av.ref.Closed() {
+			return 0, fi.EBADF
+		}
+		return 0, errors.Wrapf(fi.EINVAL, "av: lookup: fi_addr %d not in the av", uint64(fa))
+	}
+	n := copy(buf, a)
+	if n < len(a) {
+		return len(a), fi.ETOOSMALL
+	}
+	return len(a), nil
+}
+
+// StrAddr implements fi.AV (fi_av_straddr).
+func (av *AV) StrAddr(addr []byte) string { return fi.AddrString(av.format, addr) }
+
+// Addr returns the address behind fa for the data path. The returned
+// slice must not be modified. It does not allocate.
+func (av *AV) Addr(fa fi.Addr) ([]byte, bool) {
+	av.mu.RLock()
+	defer av.mu.RUnlock()
+	if uint64(fa) >= uint64(len(av.entries)) || av.entries[fa] == nil {
+		return nil, false
+	}
+	return av.entries[fa], true
+}
+
+// Find returns the fi.Addr of addr, or fi.AddrUnspec when addr is not in
+// the AV (reverse lookup for FI_SOURCE). It does not allocate.
+func (av *AV) Find(addr []byte) fi.Addr {
+	av.mu.RLock()
+	defer av.mu.RUnlock()
+	if fa, ok := av.byAddr[string(addr)]; ok {
+		return fa
+	}
+	return fi.AddrUnspec
+}
+
+// Len returns the number of addresses in the AV.
+func (av *AV) Len() int {
+	av.mu.RLock()
+	defer av.mu.RUnlock()
+	return len(av.byAddr)
+}
+
+// Close implements fi.Fid: fi.EBUSY while endpoints are bound, then
+// closes; later calls return fi.EBADF.
+func (av *AV) Close() error {
+	if err := av.ref.BeginClose(); err != nil {
+		return err
+	}
+	av.mu.Lock()
+	av.entries, av.byAddr, av.free = nil, nil, nil
+	av.mu.Unlock()
+	return nil
+}
+
+var _ fi.AV = (*AV)(nil)

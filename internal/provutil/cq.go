@@ -1,0 +1,270 @@
+package provutil
+
+import (
+	"context"
+	"sync"
+
+	"github.com/cockroachdb/errors"
+	"github.com/gofabric/gofabric/eq"
+	"github.com/gofabric/gofabric/fi"
+)
+
+// DefaultCQSize is the capacity a CQ gets when eq.CQAttr.Size
+// (fi_cq_attr.size) is zero.
+const DefaultCQSize = 1024
+
+// CQ is the framework's software completion queue (libfabric's util CQ,
+// struct util_cq; fi_cq(3)); providers return it from OpenCQ as an
+// eq.CompletionQueue.
+//
+// Completions, each with its source address, and error entries share one
+// FIFO, so errors keep their place among successes: Read stops before an
+// error entry and reports fi.EAVAIL when one is next. The FIFO holds
+// eq.CQAttr.Size entries without allocating. Providers queue with
+//
+//   - Complete, which returns bare fi.EAGAIN when Size entries are queued,
+//     for a provider that can hold the operation back (leave data in the
+//     socket, keep the receive posted) and retry from progress;
+//   - CompleteOverflow and CompleteErr, which never refuse: past Size the
+//     FIFO grows (libfabric's overflow list), so a completion the provider
+//     cannot retry is never lost and still comes out in order.
+//
+// Entries are stored masked to the queue's format: FormatUnspec and
+// FormatContext keep Context; FormatMsg adds Flags and Len; FormatData
+// adds Buf and Data; FormatTagged adds Tag. Error entries keep every field
+// (struct fi_cq_err_entry).
+//
+// All methods are safe for concurrent use. Read, ReadFrom and ReadErr
+// never block and do not allocate; with a progress hook they drive the
+// provider's manual progress first.
+type CQ struct {
+	ref    Ref
+	h      hooks
+	size   int
+	format eq.CQFormat
+
+	mu sync.Mutex // guards q
+	q  ring[cqEntry]
+}
+
+// cqEntry is a completion with its source or, when err is set, an error
+// entry.
+type cqEntry struct {
+	c   eq.Completion
+	src fi.Addr
+	err *eq.CQError
+}
+
+var _ eq.CompletionQueue = (*CQ)(nil)
+
+// NewCQ returns an open CQ for attr (fi_cq_open's checks of struct
+// fi_cq_attr). It returns fi.EINVAL for a negative size or an unknown
+// format, and fi.ENOSYS for a wait object other than fi.WaitNone and
+// fi.WaitUnspec or a wait condition other than eq.CondNone (SRead has no
+// threshold argument).
+func NewCQ(attr *eq.CQAttr) (*CQ, error) {
+	if attr == nil {
+		attr = &eq.CQAttr{}
+	}
+	if attr.Size < 0 {
+		return nil, errors.Wrapf(fi.EINVAL, "provutil: open cq: size %d", attr.Size)
+	}
+	if attr.Format < eq.FormatUnspec || attr.Format > eq.FormatTagged {
+		return nil, errors.Wrapf(fi.EINVAL, "provutil: open cq: format %v", attr.Format)
+	}
+	if err := checkWaitObj("cq", attr.WaitObj); err != nil {
+		return nil, err
+	}
+	if attr.WaitCond != eq.CondNone {
+		return nil, errors.Wrapf(fi.ENOSYS, "provutil: open cq: wait condition %d not supported", int(attr.WaitCond))
+	}
+	q := &CQ{size: attr.Size, format: attr.Format}
+	if q.size == 0 {
+		q.size = DefaultCQSize
+	}
+	q.q.grow(q.size)
+	return q, nil
+}
+
+// Size returns the number of entries the queue holds before Complete
+// refuses (fi_cq_attr.size, or DefaultCQSize).
+func (q *CQ) Size() int { return q.size }
+
+// Format returns the queue's completion format (fi_cq_attr.format).
+func (q *CQ) Format() eq.CQFormat { return q.format }
+
+// Acquire takes a reference on the queue for an endpoint bound to it
+// (fi_ep_bind); Close returns fi.EBUSY until Release. It returns bare
+// fi.EBADF after Close.
+func (q *CQ) Acquire() error { return q.ref.Acquire() }
+
+// Release drops a reference taken by Acquire.
+func (q *CQ) Release() { q.ref.Release() }
+
+// SetProgress installs the provider's progress function, run at the start
+// of every Read, ReadFrom, ReadErr and SRead round (libfabric's
+// util_cq.progress, which drives manual progress from fi_cq_read). nil
+// removes it. It is called with no queue lock held, so it may Complete.
+func (q *CQ) SetProgress(f func()) { q.h.setProgress(f) }
+
+// SetWaiter installs the provider's wait hook for SRead; see WaitFunc. nil
+// removes it.
+func (q *CQ) SetWaiter(f WaitFunc) { q.h.setWaiter(f) }
+
+// Signal wakes blocked SRead calls so they run progress and look again,
+// for providers whose readiness is known without a wait hook. Unlike
+// fi_cq_signal's use by applications it makes no call fail; cancel the
+// context for that.
+func (q *CQ) Signal() { q.h.notify() }
+
+// Complete queues a completion with its source address (fi.AddrUnspec when
+// unknown), masked to the queue's format (ofi_cq_write_src). It returns
+// bare fi.EAGAIN, queueing nothing, when Size entries are queued, and
+// fi.EBADF after Close.
+func (q *CQ) Complete(c eq.Completion, src fi.Addr) error {
+	return q.push(cqEntry{c: q.mask(c), src: src}, true)
+}
+
+// CompleteOverflow is Complete for a completion the provider cannot hold
+// back: past Size it grows the queue instead of refusing
+// (ofi_cq_write_overflow). It returns bare fi.EBADF after Close.
+func (q *CQ) CompleteOverflow(c eq.Completion, src fi.Addr) error {
+	return q.push(cqEntry{c: q.mask(c), src: src}, false)
+}
+
+// CompleteErr queues an error entry (ofi_cq_write_error); like
+// CompleteOverflow it never refuses for space. It returns bare fi.EINVAL
+// for a nil entry and fi.EBADF after Close.
+func (q *CQ) CompleteErr(e *eq.CQError) error {
+	if e == nil {
+		return fi.EINVAL
+	}
+	return q.push(cqEntry{err: e}, false)
+}
+
+func (q *CQ) mask(c eq.Completion) eq.Completion {
+	switch q.format {
+	case eq.FormatTagged:
+	case eq.FormatData:
+		c.Tag = 0
+	case eq.FormatMsg:
+		c.Buf, c.Data, c.Tag = nil, 0, 0
+	default:
+		c = eq.Completion{Context: c.Context}
+	}
+	return c
+}
+
+func (q *CQ) push(e cqEntry, bounded bool) error {
+	q.mu.Lock()
+	if q.ref.Closed() {
+		q.mu.Unlock()
+		return fi.EBADF
+	}
+	if bounded && q.q.len() >= q.size {
+		q.mu.Unlock()
+		return fi.EAGAIN
+	}
+	q.q.push(e)
+	q.mu.Unlock()
+	q.h.notify()
+	return nil
+}
+
+// Read fills entries with up to len(entries) completions and returns how
+// many (fi_cq_read). It returns bare fi.EAGAIN when the queue is empty,
+// fi.EAVAIL when an error entry is next, and fi.EBADF after Close.
+func (q *CQ) Read(entries []eq.Completion) (int, error) {
+	return q.read(entries, nil)
+}
+
+// ReadFrom is Read that also stores each completion's source address in
+// src (fi_cq_readfrom). It returns bare fi.EINVAL when src is shorter than
+// entries.
+func (q *CQ) ReadFrom(entries []eq.Completion, src []fi.Addr) (int, error) {
+	if len(src) < len(entries) {
+		return 0, fi.EINVAL
+	}
+	return q.read(entries, src)
+}
+
+func (q *CQ) read(entries []eq.Completion, src []fi.Addr) (int, error) {
+	if q.ref.Closed() {
+		return 0, fi.EBADF
+	}
+	q.h.runProgress()
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.q.len() == 0 {
+		return 0, fi.EAGAIN
+	}
+	n := 0
+	for ; n < len(entries) && q.q.len() > 0; n++ {
+		e := q.q.front()
+		if e.err != nil {
+			break
+		}
+		entries[n] = e.c
+		if src != nil {
+			src[n] = e.src
+		}
+		q.q.drop()
+	}
+	if n == 0 && len(entries) > 0 {
+		return 0, fi.EAVAIL
+	}
+	return n, nil
+}
+
+// ReadErr removes and returns the next error entry (fi_cq_readerr). It
+// returns bare fi.EAGAIN when the queue is empty or a completion is next,
+// and fi.EBADF after Close.
+func (q *CQ) ReadErr() (*eq.CQError, error) {
+	if q.ref.Closed() {
+		return nil, fi.EBADF
+	}
+	q.h.runProgress()
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.q.len() == 0 || q.q.front().err == nil {
+		return nil, fi.EAGAIN
+	}
+	return q.q.pop().err, nil
+}
+
+// SRead is the blocking Read (fi_cq_sread). It waits without spinning for
+// at least one completion or an error entry (reporting the latter as
+// fi.EAVAIL), runs the progress hook on every wakeup, and returns ctx.Err()
+// when ctx ends first (fi.Code maps it to fi.ETIMEDOUT or fi.ECANCELED) and
+// bare fi.EBADF when the queue is closed.
+func (q *CQ) SRead(ctx context.Context, entries []eq.Completion) (int, error) {
+	for {
+		r := q.h.arm(ctx)
+		n, err := q.Read(entries)
+		if err != fi.EAGAIN {
+			q.h.disarm(r)
+			return n, err
+		}
+		if err := q.h.sleep(r); err != nil {
+			return 0, err
+		}
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
+	}
+}
+
+// Close closes the queue (fi_close). It returns bare fi.EBUSY while
+// endpoints hold references (Acquire), and fi.EBADF when already closed;
+// otherwise it wakes blocked SRead calls, which return fi.EBADF, and drops
+// queued entries.
+func (q *CQ) Close() error {
+	if err := q.ref.BeginClose(); err != nil {
+		return err
+	}
+	q.h.notify()
+	q.mu.Lock()
+	q.q.reset()
+	q.mu.Unlock()
+	return nil
+}

@@ -1,0 +1,212 @@
+package provutil
+
+import (
+	"sync"
+
+	"github.com/cockroachdb/errors"
+	"github.com/gofabric/gofabric/eq"
+	"github.com/gofabric/gofabric/fi"
+)
+
+// Referenced is implemented by objects that endpoints hold a reference on
+// while bound (the software EQ, CQ, counter and AV); their Close returns
+// fi.EBUSY until every holder has released it.
+type Referenced interface {
+	// Acquire takes a reference; it fails with fi.EBADF once the object
+	// is closed.
+	Acquire() error
+	// Release drops a reference taken by Acquire.
+	Release()
+}
+
+// Bindings is the bind/enable validation base that providers embed in their
+// endpoints (libfabric's util_ep bind and enable checks). It records what
+// was bound, with which flags, holds a reference on each bound object, and
+// checks at Enable that the endpoint has what its type and capabilities
+// need.
+//
+// Bindings is safe for concurrent use.
+type Bindings struct {
+	mu sync.Mutex // guards every field below
+
+	epType  fi.EPType
+	caps    fi.Caps
+	enabled bool
+
+	// EQ is the bound event queue, or nil.
+	EQ eq.EventQueue
+	// TxCQ and RxCQ are the bound completion queues, or nil.
+	TxCQ, RxCQ eq.CompletionQueue
+	// TxSelective and RxSelective are set when the CQ was bound with
+	// FI_SELECTIVE_COMPLETION: only operations with FI_COMPLETION report.
+	TxSelective, RxSelective bool
+	// Counters by the operation kind they count: fi.FlagSend, FlagRecv,
+	// FlagRead, FlagWrite, FlagRemoteRead, FlagRemoteWrite.
+	Counters map[fi.Flags]eq.Counter
+	// AV is the bound address vector, or nil.
+	AV fi.AV
+
+	held []Referenced
+}
+
+// cqFlags and cntrFlags are the flags fi_ep_bind accepts for each class.
+const (
+	cqFlags   = fi.FlagSend | fi.FlagRecv | fi.FlagSelectiveCompletion
+	cntrFlags = fi.FlagSend | fi.FlagRecv | fi.FlagRead | fi.FlagWrite |
+		fi.FlagRemoteRead | fi.FlagRemoteWrite
+)
+
+// Init sets the endpoint's type and capabilities, which Bind and
+// CheckEnable validate against.
+func (b *Bindings) Init(info *fi.Info) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if info.EPAttr != nil {
+		b.epType = info.EPAttr.Type
+	}
+	b.caps = info.Caps
+}
+
+// Bind validates and records a binding (fi_ep_bind). It returns
+// fi.EOPBADSTATE after Enable, fi.EBADFLAGS for flags the class does not
+// take, fi.EINVAL for a second object of a kind already bound or a class
+// the endpoint type cannot bind, fi.EBADF for a closed object, and
+// fi.ENOSYS for an object class it does not know.
+func (b *Bindings) Bind(obj fi.Fid, flags fi.Flags) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.enabled {
+		return errors.Wrap(fi.EOPBADSTATE, "ep: bind: endpoint already enabled")
+	}
+	switch o := obj.(type) {
+	case eq.EventQueue:
+		if flags != 0 {
+			return errors.Wrapf(fi.EBADFLAGS, "ep: bind eq: flags %v", flags)
+		}
+		if b.EQ != nil {
+			return errors.Wrap(fi.EINVAL, "ep: bind eq: an event queue is already bound")
+		}
+		if err := b.hold(obj); err != nil {
+			return err
+		}
+		b.EQ = o
+	case eq.CompletionQueue:
+		if flags&^cqFlags != 0 || flags&(fi.FlagSend|fi.FlagRecv) == 0 {
+			return errors.Wrapf(fi.EBADFLAGS, "ep: bind cq: flags %v (want FI_TRANSMIT and/or FI_RECV, optionally FI_SELECTIVE_COMPLETION)", flags)
+		}
+		if (flags&fi.FlagSend != 0 && b.TxCQ != nil) || (flags&fi.FlagRecv != 0 && b.RxCQ != nil) {
+			return errors.Wrap(fi.EINVAL, "ep: bind cq: a completion queue is already bound for that direction")
+		}
+		if err := b.hold(obj); err != nil {
+			return err
+		}
+		sel := flags&fi.FlagSelectiveCompletion != 0
+		if flags&fi.FlagSend != 0 {
+			b.TxCQ, b.TxSelective = o, sel
+		}
+		if flags&fi.FlagRecv != 0 {
+			b.RxCQ, b.RxSelective = o, sel
+		}
+	case eq.Counter:
+		if flags == 0 || flags&^cntrFlags != 0 {
+			return errors.Wrapf(fi.EBADFLAGS, "ep: bind counter: flags %v", flags)
+		}
+		for f := fi.Flags(1); f != 0; f <<= 1 {
+			if flags&f != 0 && b.Counters[f] != nil {
+				return errors.Wrapf(fi.EINVAL, "ep: bind counter: a counter is already bound for %v", f)
+			}
+		}
+		if err := b.hold(obj); err != nil {
+			return err
+		}
+		if b.Counters == nil {
+			b.Counters = make(map[fi.Flags]eq.Counter)
+		}
+		for f := fi.Flags(1); f != 0; f <<= 1 {
+			if flags&f != 0 {
+				b.Counters[f] = o
+			}
+		}
+	case fi.AV:
+		if flags != 0 {
+			return errors.Wrapf(fi.EBADFLAGS, "ep: bind av: flags %v", flags)
+		}
+		if b.epType == fi.EPTypeMsg {
+			return errors.Wrap(fi.EINVAL, "ep: bind av: connected (FI_EP_MSG) endpoints take no address vector")
+		}
+		if b.AV != nil {
+			return errors.Wrap(fi.EINVAL, "ep: bind av: an address vector is already bound")
+		}
+		if err := b.hold(obj); err != nil {
+			return err
+		}
+		b.AV = o
+	default:
+		return errors.Wrapf(fi.ENOSYS, "ep: bind: cannot bind a %T", obj)
+	}
+	return nil
+}
+
+func (b *Bindings) hold(obj fi.Fid) error {
+	r, ok := obj.(Referenced)
+	if !ok {
+		return nil
+	}
+	if err := r.Acquire(); err != nil {
+		return errors.Wrapf(err, "ep: bind %T", obj)
+	}
+	b.held = append(b.held, r)
+	return nil
+}
+
+// CheckEnable checks that the endpoint has what it needs and marks it
+// enabled (fi_enable): an event queue for connected endpoints (fi.ENOEQ),
+// a completion queue or counter for each direction its capabilities use
+// (fi.ENOCQ), an address vector for unconnected endpoints (fi.ENOAV).
+// Enabling twice is allowed and does nothing.
+func (b *Bindings) CheckEnable() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.enabled {
+		return nil
+	}
+	if b.epType == fi.EPTypeMsg && b.EQ == nil {
+		return errors.Wrap(fi.ENOEQ, "ep: enable: connected endpoint has no event queue bound")
+	}
+	dirs := b.caps & (fi.CapSend | fi.CapRecv | fi.CapRead | fi.CapWrite)
+	if dirs == 0 { // no direction bits: every direction (fi_getinfo(3))
+		dirs = fi.CapSend | fi.CapRecv | fi.CapRead | fi.CapWrite
+	}
+	sends := b.caps&(fi.CapMsg|fi.CapTagged|fi.CapRMA|fi.CapAtomic) != 0 && dirs&(fi.CapSend|fi.CapRead|fi.CapWrite) != 0
+	recvs := b.caps&(fi.CapMsg|fi.CapTagged) != 0 && dirs&fi.CapRecv != 0
+	if sends && b.TxCQ == nil && b.Counters[fi.FlagSend] == nil && b.Counters[fi.FlagWrite] == nil && b.Counters[fi.FlagRead] == nil {
+		return errors.Wrap(fi.ENOCQ, "ep: enable: no transmit completion queue or counter bound")
+	}
+	if recvs && b.RxCQ == nil && b.Counters[fi.FlagRecv] == nil {
+		return errors.Wrap(fi.ENOCQ, "ep: enable: no receive completion queue or counter bound")
+	}
+	if (b.epType == fi.EPTypeRDM || b.epType == fi.EPTypeDgram) && b.AV == nil {
+		return errors.Wrap(fi.ENOAV, "ep: enable: unconnected endpoint has no address vector bound")
+	}
+	b.enabled = true
+	return nil
+}
+
+// Enabled reports whether CheckEnable succeeded.
+func (b *Bindings) Enabled() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.enabled
+}
+
+// Release drops the references the bindings hold, so the bound objects can
+// be closed; the endpoint's Close calls it once.
+func (b *Bindings) Release() {
+	b.mu.Lock()
+	held := b.held
+	b.held = nil
+	b.mu.Unlock()
+	for _, r := range held {
+		r.Release()
+	}
+}

@@ -1,0 +1,307 @@
+package provutil
+
+import (
+	"context"
+	"sync"
+
+	"github.com/cockroachdb/errors"
+	"github.com/gofabric/gofabric/eq"
+	"github.com/gofabric/gofabric/fi"
+)
+
+// DefaultEQSize is the capacity an EQ gets when eq.Attr.Size
+// (fi_eq_attr.size) is zero.
+const DefaultEQSize = 256
+
+// EQ is the framework's software event queue (libfabric's util EQ,
+// struct util_eq; fi_eq(3)); providers return it from OpenEQ as an
+// eq.EventQueue.
+//
+// Events and error entries share one FIFO, so an error is read in its
+// place: Read reports fi.EAVAIL when an error entry is next. Providers
+// queue with Post and PostErr, which never refuse an entry (a lost CM
+// event would hang a connection), so the queue grows past its size when
+// the application does not read; applications queue with Write and
+// WriteErr, which need fi.FlagWrite and return bare fi.EAGAIN once the
+// queue holds eq.Attr.Size entries.
+//
+// SRead works with any accepted wait object, FI_WAIT_NONE included: it
+// needs no OS object. All methods are safe for concurrent use; Read, Peek
+// and ReadErr never block and do not allocate.
+type EQ struct {
+	ref      Ref
+	h        hooks
+	size     int
+	writable bool
+
+	mu sync.Mutex // guards q
+	q  ring[eqEntry]
+}
+
+// eqEntry is a queued event or, when err is set, an error entry.
+type eqEntry struct {
+	ev  eq.Event
+	err *eq.EQError
+}
+
+var _ eq.EventQueue = (*EQ)(nil)
+
+// NewEQ returns an open EQ for attr (fi_eq_open's checks of struct
+// fi_eq_attr). It returns fi.EINVAL for a negative size and fi.ENOSYS for
+// a wait object other than fi.WaitNone and fi.WaitUnspec.
+func NewEQ(attr *eq.Attr) (*EQ, error) {
+	if attr == nil {
+		attr = &eq.Attr{}
+	}
+	if attr.Size < 0 {
+		return nil, errors.Wrapf(fi.EINVAL, "provutil: open eq: size %d", attr.Size)
+	}
+	if err := checkWaitObj("eq", attr.WaitObj); err != nil {
+		return nil, err
+	}
+	size := attr.Size
+	if size == 0 {
+		size = DefaultEQSize
+	}
+	return &EQ{size: size, writable: attr.Flags&fi.FlagWrite != 0}, nil
+}
+
+// checkWaitObj accepts the wait objects the software queues serve.
+func checkWaitObj(what string, w fi.WaitObj) error {
+	if w != fi.WaitNone && w != fi.WaitUnspec {
+		return errors.WithHint(
+			errors.Wrapf(fi.ENOSYS, "provutil: open %s: wait object %d not supported", what, int(w)),
+			"use fi.WaitUnspec and the blocking calls (SRead, Wait)")
+	}
+	return nil
+}
+
+// Size returns the queue's capacity for application writes
+// (fi_eq_attr.size, or DefaultEQSize).
+func (q *EQ) Size() int { return q.size }
+
+// Acquire takes a reference on the queue for an object bound to it
+// (fi_ep_bind, fi_pep_bind...); Close returns fi.EBUSY until Release. It
+// returns bare fi.EBADF after Close.
+func (q *EQ) Acquire() error { return q.ref.Acquire() }
+
+// Release drops a reference taken by Acquire.
+func (q *EQ) Release() { q.ref.Release() }
+
+// SetProgress installs the provider's progress function, run at the start
+// of every Read, Peek, ReadErr and SRead round (the manual-progress hook of
+// libfabric's tcp EQ, which drives connection management from
+// fi_eq_read). nil removes it. It is called with no queue lock held, so
+// it may Post.
+func (q *EQ) SetProgress(f func()) { q.h.setProgress(f) }
+
+// SetWaiter installs the provider's wait hook for SRead; see WaitFunc. nil
+// removes it.
+func (q *EQ) SetWaiter(f WaitFunc) { q.h.setWaiter(f) }
+
+// Signal wakes blocked SRead calls so they run progress and look again,
+// for providers whose readiness is known without a wait hook (the EQ side
+// of fi_cq_signal). It makes no call fail; cancel the context for that.
+func (q *EQ) Signal() { q.h.notify() }
+
+// Post queues an event from the provider (libfabric's ofi_eq_write from
+// inside a provider). It never refuses for space. It returns bare
+// fi.EINVAL for a nil event and fi.EBADF after Close.
+func (q *EQ) Post(ev eq.Event) error {
+	if ev == nil {
+		return fi.EINVAL
+	}
+	return q.push(eqEntry{ev: ev}, false)
+}
+
+// PostErr queues an error entry from the provider (ofi_eq_write with
+// UTIL_FLAG_ERROR). It never refuses for space. It returns bare fi.EINVAL
+// for a nil entry and fi.EBADF after Close.
+func (q *EQ) PostErr(e *eq.EQError) error {
+	if e == nil {
+		return fi.EINVAL
+	}
+	return q.push(eqEntry{err: e}, false)
+}
+
+// Write inserts an application event (fi_eq_write). It needs fi.FlagWrite
+// in eq.Attr.Flags and returns fi.EINVAL without it, like the C providers
+// that check FI_WRITE; it returns bare fi.EAGAIN when the queue holds Size
+// entries, fi.EINVAL for a nil event and fi.EBADF after Close. Error
+// entries are written with WriteErr, since *eq.EQError is not an
+// eq.Event.
+func (q *EQ) Write(ev eq.Event) error {
+	if !q.writable {
+		return errors.Wrap(fi.EINVAL, "provutil: eq write: queue opened without fi.FlagWrite")
+	}
+	if ev == nil {
+		return fi.EINVAL
+	}
+	return q.push(eqEntry{ev: ev}, true)
+}
+
+// WriteErr inserts an application error entry (fi_eq_write of a struct
+// fi_eq_err_entry); as Write otherwise.
+func (q *EQ) WriteErr(e *eq.EQError) error {
+	if !q.writable {
+		return errors.Wrap(fi.EINVAL, "provutil: eq write: queue opened without fi.FlagWrite")
+	}
+	if e == nil {
+		return fi.EINVAL
+	}
+	return q.push(eqEntry{err: e}, true)
+}
+
+func (q *EQ) push(e eqEntry, bounded bool) error {
+	q.mu.Lock()
+	if q.ref.Closed() {
+		q.mu.Unlock()
+		return fi.EBADF
+	}
+	if bounded && q.q.len() >= q.size {
+		q.mu.Unlock()
+		return fi.EAGAIN
+	}
+	q.q.push(e)
+	q.mu.Unlock()
+	q.h.notify()
+	return nil
+}
+
+// Read removes and returns the next event (fi_eq_read). It returns bare
+// fi.EAGAIN when the queue is empty, fi.EAVAIL when an error entry is
+// next, and fi.EBADF after Close.
+func (q *EQ) Read() (eq.Event, error) { return q.read(true) }
+
+// Peek returns the next event without removing it (fi_eq_read with
+// FI_PEEK); errors as Read.
+func (q *EQ) Peek() (eq.Event, error) { return q.read(false) }
+
+func (q *EQ) read(remove bool) (eq.Event, error) {
+	if q.ref.Closed() {
+		return nil, fi.EBADF
+	}
+	q.h.runProgress()
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.q.len() == 0 {
+		return nil, fi.EAGAIN
+	}
+	e := q.q.front()
+	if e.err != nil {
+		return nil, fi.EAVAIL
+	}
+	ev := e.ev
+	if remove {
+		q.q.pop()
+	}
+	return ev, nil
+}
+
+// ReadErr removes and returns the next error entry (fi_eq_readerr). It
+// returns bare fi.EAGAIN when the queue is empty or an event is next, and
+// fi.EBADF after Close.
+func (q *EQ) ReadErr() (*eq.EQError, error) {
+	if q.ref.Closed() {
+		return nil, fi.EBADF
+	}
+	q.h.runProgress()
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.q.len() == 0 || q.q.front().err == nil {
+		return nil, fi.EAGAIN
+	}
+	return q.q.pop().err, nil
+}
+
+// SRead is the blocking Read (fi_eq_sread). It waits without spinning for
+// an event or error entry (reporting the latter as fi.EAVAIL), runs the
+// progress hook on every wakeup, and returns ctx.Err() when ctx ends first
+// (fi.Code maps it to fi.ETIMEDOUT or fi.ECANCELED) and bare fi.EBADF when
+// the queue is closed.
+func (q *EQ) SRead(ctx context.Context) (eq.Event, error) {
+	for {
+		r := q.h.arm(ctx)
+		ev, err := q.Read()
+		if err != fi.EAGAIN {
+			q.h.disarm(r)
+			return ev, err
+		}
+		if err := q.h.sleep(r); err != nil {
+			return nil, err
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// Close closes the queue (fi_close). It returns bare fi.EBUSY while objects
+// hold references (Acquire), and fi.EBADF when already closed; otherwise it
+// wakes blocked SRead calls, which return fi.EBADF, and drops queued
+// entries.
+func (q *EQ) Close() error {
+	if err := q.ref.BeginClose(); err != nil {
+		return err
+	}
+	q.h.notify()
+	q.mu.Lock()
+	q.q.reset()
+	q.mu.Unlock()
+	return nil
+}
+
+// ring is a growable FIFO over a circular buffer; the zero ring is empty.
+// Popped slots are zeroed so that the queue keeps nothing reachable.
+type ring[T any] struct {
+	buf  []T
+	head int
+	n    int
+}
+
+func (r *ring[T]) len() int { return r.n }
+
+// grow makes room for at least n entries.
+func (r *ring[T]) grow(n int) {
+	if n <= len(r.buf) {
+		return
+	}
+	buf := make([]T, max(n, 2*len(r.buf)))
+	k := copy(buf, r.buf[r.head:])
+	copy(buf[k:], r.buf[:r.head])
+	r.buf, r.head = buf, 0
+}
+
+func (r *ring[T]) push(v T) {
+	r.grow(r.n + 1)
+	i := r.head + r.n
+	if i >= len(r.buf) {
+		i -= len(r.buf)
+	}
+	r.buf[i] = v
+	r.n++
+}
+
+// front returns the oldest entry; the ring must not be empty.
+func (r *ring[T]) front() *T { return &r.buf[r.head] }
+
+// pop removes and returns the oldest entry; the ring must not be empty.
+func (r *ring[T]) pop() T {
+	v := r.buf[r.head]
+	r.drop()
+	return v
+}
+
+// drop removes the oldest entry; the ring must not be empty.
+func (r *ring[T]) drop() {
+	var zero T
+	r.buf[r.head] = zero
+	r.head++
+	if r.head == len(r.buf) {
+		r.head = 0
+	}
+	r.n--
+}
+
+// reset empties the ring and releases its buffer.
+func (r *ring[T]) reset() { *r = ring[T]{} }
