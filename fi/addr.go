@@ -316,7 +316,10 @@ func resolvePort(ctx context.Context, service string) (uint16, error) {
 	if service == "" {
 		return 0, nil
 	}
-	if n, err := strconv.ParseUint(service, 10, 16); err == nil {
+	if n, err := strconv.ParseUint(service, 10, 64); err == nil || errors.Is(err, strconv.ErrRange) {
+		if err != nil || n > 65535 {
+			return 0, wrapf(EINVAL, "fi: resolve addr: port %s out of range", service)
+		}
 		return uint16(n), nil
 	}
 	n, err := net.DefaultResolver.LookupPort(ctx, "tcp", service)
@@ -340,7 +343,9 @@ func resolveHost(ctx context.Context, network, node string, flags Flags) (netip.
 		return netip.AddrFrom4([4]byte{127, 0, 0, 1}), nil
 	}
 	if ip, err := netip.ParseAddr(node); err == nil {
-		ip = ip.Unmap()
+		if network == "ip4" {
+			ip = ip.Unmap()
+		}
 		if (network == "ip4" && !ip.Is4()) || (network == "ip6" && ip.Is4()) {
 			return netip.Addr{}, wrapf(ENODATA, "fi: resolve addr: node %q is not an %s address", node, network)
 		}

@@ -141,9 +141,13 @@ func matchOne(provName string, offer, hints *fi.Info) (*fi.Info, string) {
 	if hints != nil {
 		h = *hints
 	}
-	// Caps of attributes default to the entry-wide ones.
-	otxCaps, orxCaps, odCaps := orDefault(otx.Caps, offer.Caps), orDefault(orx.Caps, offer.Caps), orDefault(od.Caps, offer.Caps&fi.DomainCaps)
-	htxCaps, hrxCaps, hdCaps := orDefault(htx.Caps, h.Caps), orDefault(hrx.Caps, h.Caps), orDefault(hd.Caps, h.Caps&fi.DomainCaps)
+	// Caps of attributes default to the entry-wide ones; those asked for
+	// in an attribute must be offered there, while hints.Caps only narrows
+	// the attributes' caps.
+	// Each attribute holds only the caps of its side (FI_SEND is a transmit
+	// cap, FI_RECV a receive one), as libfabric masks them.
+	otxCaps, orxCaps, odCaps := orDefault(otx.Caps, offer.Caps)&txCaps, orDefault(orx.Caps, offer.Caps)&rxCaps, orDefault(od.Caps, offer.Caps&fi.DomainCaps)
+	htxCaps, hrxCaps, hdCaps := orDefault(htx.Caps, h.Caps)&txCaps, orDefault(hrx.Caps, h.Caps)&rxCaps, orDefault(hd.Caps, h.Caps&fi.DomainCaps)
 
 	switch {
 	case !fi.ProvNameMatches(hf.ProvName, pn):
@@ -162,12 +166,12 @@ func matchOne(provName string, offer, hints *fi.Info) (*fi.Info, string) {
 		return nil, fmt.Sprintf("addr format %v not supported (offers %v)", h.AddrFormat, offer.AddrFormat)
 	case h.Caps&^offer.Caps != 0:
 		return nil, fmt.Sprintf("caps %v not supported", h.Caps&^offer.Caps)
-	case htxCaps&^otxCaps != 0:
-		return nil, fmt.Sprintf("tx caps %v not supported", htxCaps&^otxCaps)
-	case hrxCaps&^orxCaps != 0:
-		return nil, fmt.Sprintf("rx caps %v not supported", hrxCaps&^orxCaps)
-	case hdCaps&^odCaps != 0:
-		return nil, fmt.Sprintf("domain caps %v not supported", hdCaps&^odCaps)
+	case htx.Caps&txCaps&^otxCaps != 0:
+		return nil, fmt.Sprintf("tx caps %v not supported", htx.Caps&txCaps&^otxCaps)
+	case hrx.Caps&rxCaps&^orxCaps != 0:
+		return nil, fmt.Sprintf("rx caps %v not supported", hrx.Caps&rxCaps&^orxCaps)
+	case hd.Caps&^odCaps != 0:
+		return nil, fmt.Sprintf("domain caps %v not supported", hd.Caps&^odCaps)
 	}
 	if hints != nil {
 		if reason := checkModes(h.Mode, htx.Mode, hrx.Mode, hd.MRMode, offer.Mode, otx.Mode, orx.Mode, od.MRMode); reason != "" {
@@ -325,6 +329,18 @@ func orDefault[T comparable](v, def T) T {
 // mergeCaps returns the caps of a result: the primary caps asked for and
 // the secondary caps offered, or all offered when none were asked for
 // (libfabric's ofi_get_caps).
+// txCaps and rxCaps are the capabilities that belong to the transmit and
+// receive side (libfabric's FI_TX_CAPS and FI_RX_CAPS).
+const (
+	txCaps = fi.CapMsg | fi.CapRMA | fi.CapTagged | fi.CapAtomic | fi.CapRead | fi.CapWrite |
+		fi.CapSend | fi.CapHMEM | fi.CapTrigger | fi.CapFence | fi.CapMulticast |
+		fi.CapRMAPmem | fi.CapNamedRxCtx | fi.CapCollective
+	rxCaps = fi.CapMsg | fi.CapRMA | fi.CapTagged | fi.CapAtomic | fi.CapRemoteRead |
+		fi.CapRemoteWrite | fi.CapRecv | fi.CapHMEM | fi.CapTrigger | fi.CapRMAPmem |
+		fi.CapDirectedRecv | fi.CapVariableMsg | fi.CapMultiRecv | fi.CapSource |
+		fi.CapRMAEvent | fi.CapSourceErr | fi.CapCollective
+)
+
 func mergeCaps(offered, asked fi.Caps) fi.Caps {
 	if asked == 0 {
 		return offered
