@@ -3,6 +3,7 @@ package fi
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 	"net/netip"
 	"reflect"
 	"strconv"
@@ -382,8 +383,17 @@ func (t *tostr) line(name, value string) {
 	t.b = append(t.b, '\n')
 }
 
-func (t *tostr) set(name, value string)  { t.line(name, "[ "+value+" ]") }
-func (t *tostr) size(name string, v int) { t.line(name, strconv.FormatUint(uint64(v), 10)) }
+func (t *tostr) set(name, value string) { t.line(name, "[ "+value+" ]") }
+
+// size prints a size_t field. math.MaxInt, Go's "no limit", prints as C's
+// SIZE_MAX, which is what providers report for an unlimited size.
+func (t *tostr) size(name string, v int) {
+	u := uint64(v)
+	if v == math.MaxInt {
+		u = math.MaxUint64
+	}
+	t.line(name, strconv.FormatUint(u, 10))
+}
 
 // str prints a C string field; the empty string is C's NULL.
 func (t *tostr) str(name, s string) {

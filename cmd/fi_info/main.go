@@ -19,6 +19,7 @@ import (
 	"strings"
 
 	"github.com/gofabric/gofabric/fi"
+	_ "github.com/gofabric/gofabric/providers/all"
 )
 
 func main() {

@@ -258,6 +258,11 @@ func matchOne(provName string, offer, hints *fi.Info) (*fi.Info, string) {
 	info.TxAttr.Caps = mergeCaps(otxCaps, htxCaps)
 	info.RxAttr.Caps = mergeCaps(orxCaps, hrxCaps)
 	info.DomainAttr.Caps = mergeCaps(odCaps, hdCaps)
+	if hd.Caps == 0 && h.Caps != 0 {
+		// Entry-wide caps in hints name the domain caps wanted too: none
+		// named, none returned, as libfabric does.
+		info.DomainAttr.Caps = h.Caps & odCaps
+	}
 	if h.AddrFormat != fi.FormatUnspec && h.AddrFormat != fi.FormatSockaddr {
 		info.AddrFormat = h.AddrFormat
 	}
@@ -345,8 +350,23 @@ func mergeCaps(offered, asked fi.Caps) fi.Caps {
 	if asked == 0 {
 		return offered
 	}
-	return asked&fi.PrimaryCaps&offered | offered&fi.SecondaryCaps
+	caps := asked & fi.PrimaryCaps & offered
+	if asked&dirCaps == 0 {
+		// No direction asked for means every direction of the operations
+		// asked for (fi_getinfo(3)), and the result names them, as
+		// libfabric's does.
+		if asked&(fi.CapMsg|fi.CapTagged) != 0 {
+			caps |= offered & (fi.CapSend | fi.CapRecv)
+		}
+		if asked&(fi.CapRMA|fi.CapAtomic) != 0 {
+			caps |= offered & (fi.CapRead | fi.CapWrite | fi.CapRemoteRead | fi.CapRemoteWrite)
+		}
+	}
+	return caps | offered&fi.SecondaryCaps
 }
+
+// dirCaps are the capabilities that name a direction of transfer.
+const dirCaps = fi.CapSend | fi.CapRecv | fi.CapRead | fi.CapWrite | fi.CapRemoteRead | fi.CapRemoteWrite
 
 // formatOK reports whether an entry of address format offer serves hints
 // asking for format hint.

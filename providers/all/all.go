@@ -1,0 +1,14 @@
+// Package all registers every gofabric provider with the fi registry, the
+// way a C application gets every provider libfabric was built with. Import
+// it for its side effect:
+//
+//	import _ "github.com/gofabric/gofabric/providers/all"
+//
+// It registers tcp (FI_EP_MSG over TCP sockets). It reads no environment
+// variables itself; each provider's doc lists the ones it reads.
+package all
+
+import (
+	// tcp registers "tcp" (libfabric 1.17's tcp provider, fi_tcp(7)).
+	_ "github.com/gofabric/gofabric/providers/tcp"
+)

@@ -1,0 +1,81 @@
+package tcp_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/gofabric/gofabric/fi"
+	"github.com/stretchr/testify/require"
+)
+
+// TestMatchesCProvider compares the provider's FI_EP_MSG entries with what
+// C libfabric 1.17's tcp provider reports on this machine (fi_info -v -p tcp
+// -t FI_EP_MSG): the same entries, each with the same domain and fabric
+// names, addresses and attributes, in the same order. It needs the C
+// fi_info; without it the test skips, unless CI is set.
+func TestMatchesCProvider(t *testing.T) {
+	path, err := exec.LookPath("fi_info")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("C fi_info not found, and CI is set: %v", err)
+		}
+		t.Skipf("C fi_info not found: %v", err)
+	}
+	cleanEnv(t)
+	for _, caps := range []string{"", "FI_MSG", "FI_RMA", "FI_MSG|FI_RMA", "FI_MSG|FI_SEND", "FI_MSG|FI_RMA|FI_SOURCE"} {
+		t.Run("caps="+caps, func(t *testing.T) {
+			args := []string{"-v", "-p", "tcp", "-t", "FI_EP_MSG"}
+			hints := tcpHints(fi.EPTypeMsg)
+			if caps != "" {
+				args = append(args, "-c", caps)
+				hints.Caps, err = fi.ParseCaps(caps)
+				require.NoError(t, err)
+			}
+			out, err := exec.Command(path, args...).Output()
+			var exit *exec.ExitError
+			if errors.As(err, &exit) && exit.ExitCode() == int(fi.ENODATA) {
+				_, err := fi.GetInfo(context.Background(), "", "", 0, hints)
+				require.ErrorIs(t, err, fi.ENODATA, "C declines %q; so must gofabric", caps)
+				return
+			}
+			require.NoError(t, err, "C fi_info %v", args)
+			var cEntries []string
+			for _, e := range strings.Split(string(out), "---\n") {
+				if e = strings.TrimSpace(e); e != "" {
+					cEntries = append(cEntries, e+"\n")
+				}
+			}
+			require.NotEmpty(t, cEntries)
+
+			infos, err := fi.GetInfo(context.Background(), "", "", 0, hints)
+			require.NoError(t, err)
+			var goEntries []string
+			for _, in := range infos {
+				goEntries = append(goEntries, in.String())
+			}
+			require.ElementsMatch(t, cEntries, goEntries, "the same entries, byte for byte")
+			require.Equal(t, names(cEntries), names(goEntries), "the same order")
+		})
+	}
+}
+
+// names returns "domain fabric" of each entry, for order messages.
+func names(entries []string) []string {
+	re := regexp.MustCompile(`(?m)^ {8}name: (.*)$`)
+	var out []string
+	for _, e := range entries {
+		m := re.FindAllStringSubmatch(e, -1)
+		var n []string
+		for _, s := range m {
+			n = append(n, s[1])
+		}
+		out = append(out, strings.Join(n, " "))
+	}
+	return slices.Clip(out)
+}

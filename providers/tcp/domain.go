@@ -1,0 +1,154 @@
+package tcp
+
+import (
+	"github.com/cockroachdb/errors"
+	"github.com/gofabric/gofabric/eq"
+	"github.com/gofabric/gofabric/fi"
+	"github.com/gofabric/gofabric/internal/provutil"
+)
+
+// domain is an opened tcp domain (struct fid_domain; fi_domain(3)): the
+// objects of one interface address. It has completion queues, counters and
+// memory regions; it has no address vectors, which connected (FI_EP_MSG)
+// endpoints do not use, so fi.OpenAV gives ENOSYS. Safe for concurrent
+// use.
+type domain struct {
+	// ref counts the CQs, counters and MRs opened on the domain; Close
+	// returns EBUSY while any is open.
+	ref    provutil.Ref
+	fabric *fabric
+	info   *fi.Info
+	mrs    *provutil.MRTable
+}
+
+var (
+	_ fi.Domain        = (*domain)(nil)
+	_ eq.CQOpener      = (*domain)(nil)
+	_ eq.CounterOpener = (*domain)(nil)
+	_ fi.MRRegistrar   = (*domain)(nil)
+)
+
+// newDomain returns a domain of f for info; the caller holds a reference
+// on f for it, which Close releases.
+func newDomain(f *fabric, info *fi.Info) *domain {
+	return &domain{fabric: f, info: info.Clone(), mrs: provutil.NewMRTable(mrMode)}
+}
+
+// Info returns the Info the domain was opened with.
+func (d *domain) Info() *fi.Info { return d.info }
+
+// Close closes the domain (fi_close). It returns bare fi.EBUSY while CQs,
+// counters or memory regions opened on it are open, and fi.EBADF once
+// closed; then it lets the fabric close.
+func (d *domain) Close() error {
+	if err := d.ref.BeginClose(); err != nil {
+		return err
+	}
+	d.mrs.Close()
+	d.fabric.ref.Release()
+	return nil
+}
+
+// acquire takes a reference on the domain for an object opened on it.
+func (d *domain) acquire(op string) error {
+	if err := d.ref.Acquire(); err != nil {
+		return errors.Wrapf(err, "tcp: %s: domain closed", op)
+	}
+	return nil
+}
+
+// OpenCQ opens a completion queue (fi_cq_open): the framework's software
+// CQ, which holds a reference on the domain until it closes.
+func (d *domain) OpenCQ(attr *eq.CQAttr) (eq.CompletionQueue, error) {
+	if err := d.acquire("open cq"); err != nil {
+		return nil, err
+	}
+	q, err := provutil.NewCQ(attr)
+	if err != nil {
+		d.ref.Release()
+		return nil, err
+	}
+	return &completionQueue{CQ: q, parent: &d.ref}, nil
+}
+
+// OpenCounter opens a counter (fi_cntr_open): the framework's software
+// counter, which holds a reference on the domain until it closes.
+func (d *domain) OpenCounter(attr *eq.CounterAttr) (eq.Counter, error) {
+	if err := d.acquire("open counter"); err != nil {
+		return nil, err
+	}
+	c, err := provutil.NewCounter(attr)
+	if err != nil {
+		d.ref.Release()
+		return nil, err
+	}
+	return &counter{Counter: c, parent: &d.ref}, nil
+}
+
+// RegisterMR registers memory (fi_mr_regattr) in the domain's table, with
+// the C provider's MR mode: keys are the application's requested keys and
+// remote addresses are offsets from MRAttr.Offset. The region holds a
+// reference on the domain until it closes; its Desc is the
+// *provutil.MR.
+func (d *domain) RegisterMR(attr *fi.MRAttr, flags fi.Flags) (fi.MR, error) {
+	if err := d.acquire("register mr"); err != nil {
+		return nil, err
+	}
+	m, err := d.mrs.Register(attr, flags)
+	if err != nil {
+		d.ref.Release()
+		return nil, errors.Wrap(err, "tcp")
+	}
+	return &memRegion{MR: m, parent: &d.ref}, nil
+}
+
+// completionQueue is a software CQ that releases its domain's reference
+// when it closes.
+type completionQueue struct {
+	*provutil.CQ
+	parent *provutil.Ref
+}
+
+// Close closes the queue (fi_close) as provutil.CQ.Close does, and then
+// lets the domain close.
+func (q *completionQueue) Close() error {
+	if err := q.CQ.Close(); err != nil {
+		return err
+	}
+	q.parent.Release()
+	return nil
+}
+
+// counter is a software counter that releases its domain's reference when
+// it closes.
+type counter struct {
+	*provutil.Counter
+	parent *provutil.Ref
+}
+
+// Close closes the counter (fi_close) as provutil.Counter.Close does, and
+// then lets the domain close.
+func (c *counter) Close() error {
+	if err := c.Counter.Close(); err != nil {
+		return err
+	}
+	c.parent.Release()
+	return nil
+}
+
+// memRegion is a registered region that releases its domain's reference
+// when it closes.
+type memRegion struct {
+	*provutil.MR
+	parent *provutil.Ref
+}
+
+// Close unregisters the region (fi_close) as provutil.MR.Close does, and
+// then lets the domain close.
+func (m *memRegion) Close() error {
+	if err := m.MR.Close(); err != nil {
+		return err
+	}
+	m.parent.Release()
+	return nil
+}

@@ -1,0 +1,95 @@
+package tcp
+
+import (
+	"time"
+
+	"github.com/cockroachdb/errors"
+	"github.com/gofabric/gofabric/fi"
+)
+
+// The provider's environment variables (fi_param_define(3)); fi_info -e
+// lists them. The first four mean what they mean to the C provider; the
+// connect timeout is gofabric's own.
+var (
+	paramIface = fi.DefineParam(provName, "iface", fi.ParamString,
+		"Name of the network interface to use, e.g. eth0 (default: every interface that is up)")
+	paramPortLow = fi.DefineParam(provName, "port_low_range", fi.ParamInt,
+		"Lowest local port of passive endpoints, with FI_TCP_PORT_HIGH_RANGE (default: an ephemeral port)")
+	paramPortHigh = fi.DefineParam(provName, "port_high_range", fi.ParamInt,
+		"Highest local port of passive endpoints, with FI_TCP_PORT_LOW_RANGE (default: an ephemeral port)")
+	paramNodelay = fi.DefineParam(provName, "nodelay", fi.ParamBool,
+		"Set TCP_NODELAY on the provider's sockets (default: yes)")
+	paramConnTimeout = fi.DefineParam(provName, "conn_timeout", fi.ParamInt,
+		"gofabric only: milliseconds an fi_connect may take, from the TCP connect to the peer's CM response, before it fails with FI_ETIMEDOUT; 0 waits as long as the kernel does (default: 0)")
+)
+
+// params are the provider's settings, read from the environment by
+// loadParams when GetInfo runs and when a fabric opens; a fabric keeps the
+// values it opened with.
+type params struct {
+	// iface restricts the provider to one interface (FI_TCP_IFACE); empty
+	// means every interface that is up.
+	iface string
+	// portLow and portHigh bound the ports passive endpoints bind to
+	// (FI_TCP_PORT_LOW_RANGE, FI_TCP_PORT_HIGH_RANGE); both zero means an
+	// ephemeral port.
+	portLow, portHigh int
+	// nodelay sets TCP_NODELAY on every socket (FI_TCP_NODELAY).
+	nodelay bool
+	// connTimeout bounds fi_connect (FI_TCP_CONN_TIMEOUT); zero means no
+	// bound of ours.
+	connTimeout time.Duration
+}
+
+// maxPort is the highest TCP port.
+const maxPort = 65535
+
+// loadParams reads the provider's environment variables. An unparsable or
+// out-of-range value gives EINVAL with the variable's name in the message.
+func loadParams() (params, error) {
+	p := params{nodelay: true}
+	var err error
+	if v, ok := paramIface.Lookup(); ok {
+		p.iface = v
+	}
+	if p.portLow, err = intParam(paramPortLow, 0, maxPort); err != nil {
+		return params{}, err
+	}
+	if p.portHigh, err = intParam(paramPortHigh, 0, maxPort); err != nil {
+		return params{}, err
+	}
+	switch {
+	case (p.portLow == 0) != (p.portHigh == 0):
+		return params{}, errors.Wrapf(fi.EINVAL,
+			"tcp: params: %s=%d and %s=%d: set both bounds of the port range, or neither",
+			paramPortLow.Name, p.portLow, paramPortHigh.Name, p.portHigh)
+	case p.portLow > p.portHigh:
+		return params{}, errors.Wrapf(fi.EINVAL, "tcp: params: %s=%d is above %s=%d",
+			paramPortLow.Name, p.portLow, paramPortHigh.Name, p.portHigh)
+	}
+	if b, err := paramNodelay.Bool(); err == nil {
+		p.nodelay = b
+	} else if fi.Code(err) != fi.ENODATA {
+		return params{}, errors.Wrap(err, "tcp: params")
+	}
+	ms, err := intParam(paramConnTimeout, 0, int(time.Duration(1<<63-1)/time.Millisecond))
+	if err != nil {
+		return params{}, err
+	}
+	p.connTimeout = time.Duration(ms) * time.Millisecond
+	return p, nil
+}
+
+// intParam reads an integer parameter in [lo, hi]; unset is 0.
+func intParam(p *fi.Param, lo, hi int) (int, error) {
+	n, err := p.Int()
+	switch {
+	case fi.Code(err) == fi.ENODATA:
+		return 0, nil
+	case err != nil:
+		return 0, errors.Wrap(err, "tcp: params")
+	case n < lo || n > hi:
+		return 0, errors.Wrapf(fi.EINVAL, "tcp: params: %s=%d is outside [%d, %d]", p.Name, n, lo, hi)
+	}
+	return n, nil
+}
