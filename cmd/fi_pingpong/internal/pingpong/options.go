@@ -1,0 +1,289 @@
+package pingpong
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strings"
+
+	"github.com/cockroachdb/errors"
+	"github.com/gofabric/gofabric/fi"
+	"golang.org/x/sys/unix"
+)
+
+// DefaultPort is the control-channel port a server listens on and a
+// client connects to when -B / -P are not given (fi_pingpong's 47592).
+const DefaultPort = 47592
+
+// DefaultIterations is the -I default.
+const DefaultIterations = 10
+
+// Tag is the tag every data message carries in tagged mode (-m tagged).
+const Tag = 1234
+
+// Options are fi_pingpong's command-line options (util/pingpong.c's
+// struct pingpong_opts), after parsing and defaulting.
+type Options struct {
+	// Provider is -p: the provider name hint (fi_fabric_attr.prov_name).
+	Provider string
+	// Domain is -d: the domain name hint (for tcp an interface name).
+	Domain string
+	// EPType is -e: fi.EPTypeMsg, fi.EPTypeRDM or fi.EPTypeDgram (default).
+	EPType fi.EPType
+	// Iterations is -I, per message size.
+	Iterations int
+	// SizeAll is -S all: test every size of AllSizes.
+	SizeAll bool
+	// Size is -S N when SizeSet: test exactly that size.
+	Size    int
+	SizeSet bool
+	// Check is -c: fill and verify payloads (check.go).
+	Check bool
+	// Tagged is -m anything but msg: FI_TAGGED with tag 1234.
+	Tagged bool
+	// Verbose is -v: a debug trace on stderr.
+	Verbose bool
+	// IPv6 is -6: the control channel uses IPv6.
+	IPv6 bool
+	// SrcPort is -B: the server's listening port, or the client's source
+	// port (0: the kernel picks).
+	SrcPort uint16
+	// DstPort is -P: the client's destination port.
+	DstPort uint16
+	// Server is the positional argument: the server's host for the control
+	// connection. Empty means this process is the server.
+	Server string
+}
+
+// IsClient reports whether a server address was given.
+func (o *Options) IsClient() bool { return o.Server != "" }
+
+// usage is printed on stderr by -h and after an unknown option.
+const usage = `Usage:
+  fi_pingpong [OPTIONS]              run as server
+  fi_pingpong [OPTIONS] <srv_addr>   run as client, connecting to srv_addr
+
+Ping-pong latency and bandwidth test between a client and a server.
+
+Options:
+ -B <src_port>        control port: server listens on it (47592), client binds it (auto)
+ -P <dst_port>        control port the client connects to (47592)
+ -d <domain>          domain name
+ -p <provider>        provider name, e.g. tcp, udp, shm
+ -e <ep_type>         endpoint type: msg|rdm|dgram (dgram)
+ -I <number>          iterations per size (10)
+ -S <size>            one transfer size, or 'all' (default: 64 256 1k 4k 64k 1m)
+ -c                   check the data of every transfer
+ -m <transmit mode>   transmit mode: msg|tagged (msg)
+ -h                   print this help and exit
+ -v                   print a debug trace
+ -6                   use IPv6 for the control connection
+`
+
+// exitError carries the exit status of a command line fi_pingpong refuses
+// before running, with the diagnostic already printed.
+type exitError struct {
+	status int
+	err    error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+// ExitStatus returns the process exit status for err, as fi_pingpong's
+// main computes it: 0 for nil, the status of a refused command line (1 for
+// usage errors), 255 for a data-integrity failure, else the errno in err's
+// chain (61 for ENODATA, 103 for ECONNABORTED...).
+func ExitStatus(err error) int {
+	if err == nil {
+		return 0
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return ee.status
+	}
+	var ce *CheckError
+	if errors.As(err, &ce) {
+		return 255
+	}
+	c := fi.Code(err)
+	if c <= 0 || c > 255 {
+		return 1
+	}
+	return int(c)
+}
+
+// ParseOptions parses args (without the program name) as fi_pingpong's
+// getopt loop does, option string "hvd:p:e:I:S:B:P:cm:6". Options and the
+// server address may come in any order (GNU getopt permutes); "--" ends
+// the options; the first non-option argument is the server address.
+// Diagnostics go to stderr.
+//
+// Like the C tool, -h and unknown options print the usage and fail with
+// exit status 1, and an unknown -e prints "Unknown endpoint : <arg>" with
+// status 1. A malformed number prints `Error parsing "<arg>": <strerror>`;
+// for -I the C tool then runs with 0 iterations and so does this one,
+// while for -S, -B and -P (where C goes on with a meaningless value) the
+// error is returned with status EINVAL (22) or ERANGE (34).
+func ParseOptions(args []string, stderr io.Writer) (*Options, error) {
+	o := &Options{EPType: fi.EPTypeDgram, Iterations: DefaultIterations, DstPort: DefaultPort}
+	srcPortSet := false
+	// usageErr prints getopt's complaint about option c and the usage.
+	usageErr := func(complaint string, c byte) error {
+		fmt.Fprintf(stderr, "fi_pingpong: %s -- '%c'\n", complaint, c)
+		io.WriteString(stderr, usage)
+		return &exitError{status: 1, err: errors.Wrapf(fi.EINVAL, "pingpong: %s -- '%c'", complaint, c)}
+	}
+	var positional []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			positional = append(positional, args[i+1:]...)
+			break
+		}
+		if len(a) < 2 || a[0] != '-' {
+			positional = append(positional, a)
+			continue
+		}
+		// A cluster of short options: -cv, -I10, -cI 10.
+		for j := 1; j < len(a); j++ {
+			c := a[j]
+			if !strings.ContainsRune("dpeISBPm", rune(c)) {
+				switch c {
+				case 'h':
+					io.WriteString(stderr, usage)
+					return nil, &exitError{status: 1, err: errors.Wrap(fi.EINVAL, "pingpong: help requested")}
+				case 'v':
+					o.Verbose = true
+				case 'c':
+					o.Check = true
+				case '6':
+					o.IPv6 = true
+				default:
+					return nil, usageErr("invalid option", c)
+				}
+				continue
+			}
+			var val string
+			switch {
+			case j+1 < len(a):
+				val = a[j+1:]
+			case i+1 < len(args):
+				i++
+				val = args[i]
+			default:
+				return nil, usageErr("option requires an argument", c)
+			}
+			if err := o.set(c, val, stderr, &srcPortSet); err != nil {
+				return nil, err
+			}
+			break
+		}
+	}
+	if len(positional) > 0 {
+		o.Server = positional[0]
+	}
+	if !o.IsClient() && !srcPortSet {
+		o.SrcPort = DefaultPort
+	}
+	return o, nil
+}
+
+// set applies one option that takes a value.
+func (o *Options) set(c byte, val string, stderr io.Writer, srcPortSet *bool) error {
+	switch c {
+	case 'd':
+		o.Domain = val
+	case 'p':
+		o.Provider = val
+	case 'e':
+		switch strings.ToLower(val) {
+		case "msg":
+			o.EPType = fi.EPTypeMsg
+		case "rdm":
+			o.EPType = fi.EPTypeRDM
+		case "dgram":
+			o.EPType = fi.EPTypeDgram
+		default:
+			fmt.Fprintf(stderr, "Unknown endpoint : %s\n", val)
+			return &exitError{status: 1, err: errors.Wrapf(fi.EINVAL, "pingpong: unknown endpoint type %q", val)}
+		}
+	case 'I':
+		n, err := parseInt(val, math.MaxInt32, stderr)
+		if err != nil {
+			n = 0 // as C: the run goes on with no iterations
+		}
+		o.Iterations = n
+	case 'S':
+		if strings.EqualFold(val, "all") {
+			o.SizeAll, o.SizeSet = true, false
+			return nil
+		}
+		n, err := parseInt(val, math.MaxInt32, stderr)
+		if err != nil {
+			return &exitError{status: int(fi.Code(err)), err: err}
+		}
+		o.Size, o.SizeSet, o.SizeAll = n, true, false
+	case 'B', 'P':
+		n, err := parseInt(val, math.MaxUint16, stderr)
+		if err != nil {
+			return &exitError{status: int(fi.Code(err)), err: err}
+		}
+		if c == 'B' {
+			o.SrcPort, *srcPortSet = uint16(n), true
+		} else {
+			o.DstPort = uint16(n)
+		}
+	case 'm':
+		o.Tagged = !strings.EqualFold(val, "msg")
+	}
+	return nil
+}
+
+// parseInt parses s as C's strtol in base 10 followed by fi_pingpong's
+// checks: leading white space and a sign are allowed, "" is 0, trailing
+// characters give EINVAL, a value outside 0..max gives ERANGE (an overflow
+// of long is reported before trailing characters, a negative value after
+// them). On error it prints `Error parsing "<s>": <strerror>` on stderr.
+func parseInt(s string, max int64, stderr io.Writer) (int, error) {
+	fail := func(code fi.Errno) (int, error) {
+		fmt.Fprintf(stderr, "Error parsing \"%s\": %s\n", s, code.Error())
+		return 0, errors.Wrapf(code, "pingpong: parse %q", s)
+	}
+	i := 0
+	for i < len(s) && strings.IndexByte(" \t\n\v\f\r", s[i]) >= 0 {
+		i++
+	}
+	neg := false
+	if i < len(s) && (s[i] == '+' || s[i] == '-') {
+		neg = s[i] == '-'
+		i++
+	}
+	start := i
+	var v uint64
+	overflow := false
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		if v > (math.MaxInt64-uint64(s[i]-'0'))/10 {
+			overflow = true
+		} else {
+			v = v*10 + uint64(s[i]-'0')
+		}
+		i++
+	}
+	if i == start {
+		// No digits: strtol consumed nothing, so the whole string is left.
+		if s == "" {
+			return 0, nil
+		}
+		return fail(fi.EINVAL)
+	}
+	switch {
+	case overflow:
+		return fail(fi.Errno(unix.ERANGE))
+	case i != len(s):
+		return fail(fi.EINVAL)
+	case neg && v != 0, v > uint64(max):
+		return fail(fi.Errno(unix.ERANGE))
+	}
+	return int(v), nil
+}
