@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/gofabric/gofabric/internal/reftest"
 	"math"
 	"net"
 	"os"
@@ -29,13 +30,7 @@ var cStrerrorSamples = []int{272, 300, 1000, 4095, 1 << 20, math.MaxInt32,
 	-1, -11, -256, -269, -300, math.MinInt32}
 
 func TestStrerrorMatchesC(t *testing.T) {
-	bin, err := exec.LookPath("fi_strerror")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("fi_strerror (package libfabric-bin) not installed: %v", err)
-		}
-		t.Skip("fi_strerror (package libfabric-bin) not installed")
-	}
+	bin := reftest.Tool(t, "fi_strerror", "libfabric-bin")
 
 	codes := make([]int, 0, 272+len(cStrerrorSamples))
 	for n := range 272 {

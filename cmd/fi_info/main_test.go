@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"github.com/gofabric/gofabric/internal/reftest"
 	"os"
 	"os/exec"
 	"regexp"
@@ -210,13 +211,7 @@ func fieldLines(tb testing.TB, out string) []string {
 }
 
 func TestVerboseStructureMatchesC(t *testing.T) {
-	path, err := exec.LookPath("fi_info")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("C fi_info is not installed: %v", err)
-		}
-		t.Skipf("C fi_info is not installed: %v", err)
-	}
+	path := reftest.Tool(t, "fi_info", "libfabric-bin")
 	cmd := exec.Command(path, "-v", "-p", "tcp", "-t", "FI_EP_MSG")
 	cmd.Env = append(os.Environ(), "FI_PROVIDER=tcp")
 	cout, err := cmd.Output()

@@ -3,7 +3,7 @@ package tcp_test
 import (
 	"context"
 	"errors"
-	"os"
+	"github.com/gofabric/gofabric/internal/reftest"
 	"os/exec"
 	"regexp"
 	"slices"
@@ -20,13 +20,8 @@ import (
 // names, addresses and attributes, in the same order. It needs the C
 // fi_info; without it the test skips, unless CI is set.
 func TestMatchesCProvider(t *testing.T) {
-	path, err := exec.LookPath("fi_info")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("C fi_info not found, and CI is set: %v", err)
-		}
-		t.Skipf("C fi_info not found: %v", err)
-	}
+	path := reftest.Tool(t, "fi_info", "libfabric-bin")
+	var err error
 	cleanEnv(t)
 	for _, caps := range []string{"", "FI_MSG", "FI_RMA", "FI_MSG|FI_RMA", "FI_MSG|FI_SEND", "FI_MSG|FI_RMA|FI_SOURCE"} {
 		t.Run("caps="+caps, func(t *testing.T) {

@@ -3,6 +3,7 @@ package pingpong
 import (
 	"bytes"
 	"context"
+	"github.com/gofabric/gofabric/internal/reftest"
 	"net"
 	"net/netip"
 	"os"
@@ -20,14 +21,7 @@ import (
 // it is not installed (failing under CI, which installs it).
 func cPingpong(t testing.TB) string {
 	t.Helper()
-	path, err := exec.LookPath("fi_pingpong")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("C fi_pingpong is needed under CI: %v", err)
-		}
-		t.Skipf("C fi_pingpong is not installed: %v", err)
-	}
-	return path
+	return reftest.Tool(t, "fi_pingpong", "libfabric-bin")
 }
 
 // freePort returns a TCP port that was free a moment ago.

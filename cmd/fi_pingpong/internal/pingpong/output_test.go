@@ -3,6 +3,7 @@ package pingpong
 import (
 	"bytes"
 	"fmt"
+	"github.com/gofabric/gofabric/internal/reftest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -84,13 +85,7 @@ func TestTableHeaderOnce(t *testing.T) {
 // TestRowNumbersMatchC prints the numeric columns with glibc's printf for
 // many inputs and compares.
 func TestRowNumbersMatchC(t *testing.T) {
-	gcc, err := exec.LookPath("gcc")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("gcc is needed: %v", err)
-		}
-		t.Skipf("gcc not installed: %v", err)
-	}
+	gcc := reftest.Tool(t, "gcc", "gcc")
 	type in struct {
 		size, it int
 		us       int64
