@@ -68,7 +68,10 @@ func (d *domain) OpenCQ(attr *eq.CQAttr) (eq.CompletionQueue, error) {
 		d.ref.Release()
 		return nil, err
 	}
-	return &completionQueue{CQ: q, parent: &d.ref}, nil
+	c := &completionQueue{CQ: q, parent: &d.ref}
+	q.SetProgress(c.eps.progress)
+	q.SetWaiter(c.eps.wait)
+	return c, nil
 }
 
 // OpenCounter opens a counter (fi_cntr_open): the framework's software
@@ -82,7 +85,10 @@ func (d *domain) OpenCounter(attr *eq.CounterAttr) (eq.Counter, error) {
 		d.ref.Release()
 		return nil, err
 	}
-	return &counter{Counter: c, parent: &d.ref}, nil
+	k := &counter{Counter: c, parent: &d.ref}
+	c.SetProgress(k.eps.progress)
+	c.SetWaiter(k.eps.wait)
+	return k, nil
 }
 
 // RegisterMR registers memory (fi_mr_regattr) in the domain's table, with
@@ -107,6 +113,9 @@ func (d *domain) RegisterMR(attr *fi.MRAttr, flags fi.Flags) (fi.MR, error) {
 type completionQueue struct {
 	*provutil.CQ
 	parent *provutil.Ref
+	// eps are the endpoints bound to the queue: reading it drives their
+	// progress, blocking on it sleeps on their sockets.
+	eps epSet
 }
 
 // Close closes the queue (fi_close) as provutil.CQ.Close does, and then
@@ -124,6 +133,8 @@ func (q *completionQueue) Close() error {
 type counter struct {
 	*provutil.Counter
 	parent *provutil.Ref
+	// eps are the endpoints bound to the counter, as for completionQueue.
+	eps epSet
 }
 
 // Close closes the counter (fi_close) as provutil.Counter.Close does, and

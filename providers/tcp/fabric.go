@@ -89,7 +89,10 @@ func (f *fabric) OpenEQ(attr *eq.Attr) (eq.EventQueue, error) {
 		f.ref.Release()
 		return nil, err
 	}
-	return &eventQueue{EQ: q, parent: &f.ref}, nil
+	e := &eventQueue{EQ: q, parent: &f.ref}
+	q.SetProgress(e.eps.progress)
+	q.SetWaiter(e.eps.wait)
+	return e, nil
 }
 
 // eventQueue is a software EQ that releases its fabric's reference when it
@@ -97,6 +100,10 @@ func (f *fabric) OpenEQ(attr *eq.Attr) (eq.EventQueue, error) {
 type eventQueue struct {
 	*provutil.EQ
 	parent *provutil.Ref
+	// eps are the connected endpoints bound to the queue: reading it
+	// drives their progress, so that a peer's disconnect becomes an
+	// eq.Shutdown event even when nobody reads their CQs.
+	eps epSet
 }
 
 // Close closes the queue (fi_close) as provutil.EQ.Close does, and then

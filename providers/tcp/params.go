@@ -20,7 +20,7 @@ var (
 	paramNodelay = fi.DefineParam(provName, "nodelay", fi.ParamBool,
 		"Set TCP_NODELAY on the provider's sockets (default: yes)")
 	paramConnTimeout = fi.DefineParam(provName, "conn_timeout", fi.ParamInt,
-		"gofabric only: milliseconds an fi_connect may take, from the TCP connect to the peer's CM response, before it fails with FI_ETIMEDOUT; 0 waits as long as the kernel does (default: 0)")
+		"gofabric only: milliseconds a connection attempt may take, from the TCP connect to the peer's CM response, before it fails with FI_ETIMEDOUT; also bounds the wait for a request on an accepted socket (default: 30000)")
 )
 
 // params are the provider's settings, read from the environment by
@@ -36,10 +36,14 @@ type params struct {
 	portLow, portHigh int
 	// nodelay sets TCP_NODELAY on every socket (FI_TCP_NODELAY).
 	nodelay bool
-	// connTimeout bounds fi_connect (FI_TCP_CONN_TIMEOUT); zero means no
-	// bound of ours.
+	// connTimeout bounds a connection attempt and the wait for the
+	// request on an accepted socket (FI_TCP_CONN_TIMEOUT).
 	connTimeout time.Duration
 }
+
+// defaultConnTimeoutMS is FI_TCP_CONN_TIMEOUT's default: a peer that
+// never answers fails a connection attempt after 30 s.
+const defaultConnTimeoutMS = 30000
 
 // maxPort is the highest TCP port.
 const maxPort = 65535
@@ -72,9 +76,12 @@ func loadParams() (params, error) {
 	} else if fi.Code(err) != fi.ENODATA {
 		return params{}, errors.Wrap(err, "tcp: params")
 	}
-	ms, err := intParam(paramConnTimeout, 0, int(time.Duration(1<<63-1)/time.Millisecond))
+	ms, err := intParam(paramConnTimeout, 1, int(time.Duration(1<<63-1)/time.Millisecond))
 	if err != nil {
 		return params{}, err
+	}
+	if ms == 0 {
+		ms = defaultConnTimeoutMS
 	}
 	p.connTimeout = time.Duration(ms) * time.Millisecond
 	return p, nil

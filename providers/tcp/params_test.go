@@ -10,6 +10,7 @@ import (
 )
 
 func TestLoadParams(t *testing.T) {
+	const dflt = defaultConnTimeoutMS * time.Millisecond
 	tests := []struct {
 		name string
 		env  map[string]string
@@ -17,14 +18,14 @@ func TestLoadParams(t *testing.T) {
 		// bad, when set, is the variable the error must name.
 		bad string
 	}{
-		{name: "defaults", want: params{nodelay: true}},
-		{name: "iface", env: map[string]string{"FI_TCP_IFACE": "eth7"}, want: params{iface: "eth7", nodelay: true}},
+		{name: "defaults", want: params{nodelay: true, connTimeout: dflt}},
+		{name: "iface", env: map[string]string{"FI_TCP_IFACE": "eth7"}, want: params{iface: "eth7", nodelay: true, connTimeout: dflt}},
 		{name: "port range", env: map[string]string{"FI_TCP_PORT_LOW_RANGE": "40000", "FI_TCP_PORT_HIGH_RANGE": "0x9c50"},
-			want: params{portLow: 40000, portHigh: 40016, nodelay: true}},
+			want: params{portLow: 40000, portHigh: 40016, nodelay: true, connTimeout: dflt}},
 		{name: "one-port range", env: map[string]string{"FI_TCP_PORT_LOW_RANGE": "65535", "FI_TCP_PORT_HIGH_RANGE": "65535"},
-			want: params{portLow: 65535, portHigh: 65535, nodelay: true}},
-		{name: "nodelay off", env: map[string]string{"FI_TCP_NODELAY": "off"}, want: params{}},
-		{name: "nodelay on", env: map[string]string{"FI_TCP_NODELAY": "1"}, want: params{nodelay: true}},
+			want: params{portLow: 65535, portHigh: 65535, nodelay: true, connTimeout: dflt}},
+		{name: "nodelay off", env: map[string]string{"FI_TCP_NODELAY": "off"}, want: params{connTimeout: dflt}},
+		{name: "nodelay on", env: map[string]string{"FI_TCP_NODELAY": "1"}, want: params{nodelay: true, connTimeout: dflt}},
 		{name: "conn timeout", env: map[string]string{"FI_TCP_CONN_TIMEOUT": "1500"},
 			want: params{nodelay: true, connTimeout: 1500 * time.Millisecond}},
 		{name: "low without high", env: map[string]string{"FI_TCP_PORT_LOW_RANGE": "40000"}, bad: "FI_TCP_PORT_HIGH_RANGE"},
@@ -34,6 +35,7 @@ func TestLoadParams(t *testing.T) {
 		{name: "negative port", env: map[string]string{"FI_TCP_PORT_LOW_RANGE": "-1", "FI_TCP_PORT_HIGH_RANGE": "5"}, bad: "FI_TCP_PORT_LOW_RANGE=-1"},
 		{name: "port not a number", env: map[string]string{"FI_TCP_PORT_LOW_RANGE": "low"}, bad: "FI_TCP_PORT_LOW_RANGE"},
 		{name: "nodelay not a boolean", env: map[string]string{"FI_TCP_NODELAY": "2"}, bad: "FI_TCP_NODELAY"},
+		{name: "zero timeout", env: map[string]string{"FI_TCP_CONN_TIMEOUT": "0"}, bad: "FI_TCP_CONN_TIMEOUT=0"},
 		{name: "negative timeout", env: map[string]string{"FI_TCP_CONN_TIMEOUT": "-5"}, bad: "FI_TCP_CONN_TIMEOUT=-5"},
 		{name: "timeout overflows", env: map[string]string{"FI_TCP_CONN_TIMEOUT": "9223372036854775807"}, bad: "FI_TCP_CONN_TIMEOUT"},
 	}

@@ -1,0 +1,214 @@
+package tcp
+
+import (
+	"context"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/cockroachdb/errors"
+	"github.com/gofabric/gofabric/ep"
+	"github.com/gofabric/gofabric/eq"
+	"github.com/gofabric/gofabric/fi"
+)
+
+// Connect starts connecting to addr, a sockaddr, with private data
+// (fi_connect). It returns at once; the outcome arrives on the bound event
+// queue: eq.Connected with the peer's accept data, or an *eq.EQError with
+// fi.ECONNREFUSED (a reject, whose data is in ErrData, or nothing
+// listening), fi.ETIMEDOUT (no answer within FI_TCP_CONN_TIMEOUT), or the
+// socket's error. The endpoint must be enabled. Private data over
+// CMDataSize is refused with fi.EINVAL and nothing is sent.
+func (e *endpoint) Connect(addr []byte, data []byte) error {
+	dest, err := peerAddr(addr)
+	if err != nil {
+		return err
+	}
+	if err := ep.CheckCMData(data, cmMaxDataSize); err != nil {
+		return errors.Wrap(err, "tcp: connect")
+	}
+	if !e.enabledAt.Load() {
+		if s := e.cs.State(); s == ep.CMClosed {
+			return stateErr("connect", s)
+		}
+		return errors.Wrap(fi.EOPBADSTATE, "tcp: connect: endpoint not enabled (bind an event queue and CQs, then Enable)")
+	}
+	local, err := e.localBind()
+	if err != nil {
+		return err
+	}
+	if err := e.cs.Connect(); err != nil {
+		return errors.Wrap(err, "tcp: connect")
+	}
+	msg, err := appendCM(nil, &cmHeader{typ: cmConnReq, data: data})
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), e.params.connTimeout)
+	e.cmMu.Lock()
+	e.cancelDial = cancel
+	_, e.peerName, _ = fi.SockaddrFromAddrPort(dest)
+	e.cmMu.Unlock()
+	e.cmWG.Add(1)
+	go func() {
+		defer e.cmWG.Done()
+		defer cancel()
+		e.dial(ctx, local, dest.String(), msg)
+	}()
+	return nil
+}
+
+// dial runs a connection attempt: TCP connect, the CM request, the peer's
+// answer (§2.3 of the wire spec), and its event.
+func (e *endpoint) dial(ctx context.Context, local *net.TCPAddr, dest string, msg []byte) {
+	d := net.Dialer{}
+	if local != nil {
+		d.LocalAddr = local
+	}
+	c, err := d.DialContext(ctx, "tcp", dest)
+	if err != nil {
+		e.connectFailed(ctx, err)
+		return
+	}
+	conn := c.(*net.TCPConn)
+	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(aLongTimeAgo) })
+	h, err := exchangeCM(conn, msg)
+	if !stop() {
+		err = ctx.Err()
+	}
+	if err == nil {
+		err = conn.SetDeadline(time.Time{})
+	}
+	if err != nil {
+		conn.Close()
+		e.connectFailed(ctx, err)
+		return
+	}
+	data := append([]byte(nil), h.data...)
+	switch h.typ {
+	case cmConnResp:
+		if !e.attach(conn, dataCodec{bigEndian: h.bigEndian}, ep.CMConnecting) {
+			conn.Close()
+			return
+		}
+		if e.cs.Established() == nil {
+			e.postEvent(&eq.Connected{Fid: e, Info: e.info, Data: data})
+		}
+	case cmReject:
+		conn.Close()
+		if e.cs.Rejected() == nil {
+			e.postError(fi.ECONNREFUSED, data)
+		}
+	default:
+		conn.Close()
+		if e.cs.Failed() == nil {
+			e.postError(fi.EIO, nil)
+		}
+	}
+}
+
+// exchangeCM writes the request msg in one write and reads the answer.
+func exchangeCM(conn *net.TCPConn, msg []byte) (cmHeader, error) {
+	if _, err := conn.Write(msg); err != nil {
+		return cmHeader{}, errors.Wrap(err, "tcp: connect: send request")
+	}
+	buf := new([cmMaxMsgSize]byte)
+	return readCM(conn, buf)
+}
+
+// connectFailed reports a failed attempt, unless the endpoint was shut
+// down or closed meanwhile (the attempt's context was cancelled then).
+func (e *endpoint) connectFailed(ctx context.Context, err error) {
+	code := fi.Code(err)
+	if ctx.Err() == context.DeadlineExceeded {
+		code = fi.ETIMEDOUT
+	} else if ctx.Err() != nil {
+		return
+	}
+	if code == fi.EOTHER || code == fi.ECANCELED {
+		code = fi.EIO
+	}
+	if e.cs.Failed() == nil {
+		e.postError(code, nil)
+	}
+}
+
+// Accept accepts the connection request the endpoint was opened for, with
+// private data (fi_accept). The answer is sent at once and the endpoint is
+// connected: eq.Connected is queued before Accept returns, as the C
+// provider does. A failure to send is reported as an *eq.EQError event.
+// The endpoint must be enabled.
+func (e *endpoint) Accept(data []byte) error {
+	if err := ep.CheckCMData(data, cmMaxDataSize); err != nil {
+		return errors.Wrap(err, "tcp: accept")
+	}
+	if !e.enabledAt.Load() && e.cs.State() == ep.CMReqReceived {
+		return errors.Wrap(fi.EOPBADSTATE, "tcp: accept: endpoint not enabled (bind an event queue and CQs, then Enable)")
+	}
+	if err := e.cs.Accept(); err != nil {
+		return errors.Wrap(err, "tcp: accept")
+	}
+	r := e.req
+	msg, err := appendCM(nil, &cmHeader{typ: cmConnResp, data: data})
+	if err != nil {
+		return err
+	}
+	_ = r.conn.SetWriteDeadline(time.Now().Add(e.params.connTimeout))
+	_, err = r.conn.Write(msg)
+	if err == nil {
+		err = r.conn.SetWriteDeadline(time.Time{})
+	}
+	if err == nil && !e.attach(r.conn, dataCodec{bigEndian: r.bigEndian}, ep.CMAccepting) {
+		r.conn.Close()
+		return nil
+	}
+	if err != nil {
+		r.conn.Close()
+		code := fi.Code(err)
+		if code == fi.EOTHER {
+			code = fi.EIO
+		}
+		if e.cs.Failed() == nil {
+			e.postError(code, nil)
+		}
+		return nil
+	}
+	if e.cs.Established() == nil {
+		e.postEvent(&eq.Connected{Fid: e, Info: e.info})
+	}
+	return nil
+}
+
+// connReq is a connection request (the handle in a ConnReq event's
+// Info): the accepted socket with the request read from it.
+type connReq struct {
+	pep       *passiveEP
+	conn      *net.TCPConn
+	peer      []byte // the requester's sockaddr
+	bigEndian bool
+	once      sync.Once
+}
+
+// Close rejects the request without data, as Reject(handle, nil) does; it
+// lets an application drop a request it does not want to open an
+// endpoint for.
+func (r *connReq) Close() error {
+	if err := r.pep.backlog.Take(r); err != nil {
+		return errors.Wrap(err, "tcp: close connection request")
+	}
+	r.reject(nil)
+	return nil
+}
+
+// reject sends a reject with data and closes the socket (the C provider
+// shuts the socket down after the reject, §2.3).
+func (r *connReq) reject(data []byte) {
+	r.once.Do(func() {
+		if msg, err := appendCM(nil, &cmHeader{typ: cmReject, data: data}); err == nil {
+			_ = r.conn.SetWriteDeadline(time.Now().Add(time.Second))
+			_, _ = r.conn.Write(msg)
+		}
+		_ = r.conn.CloseWrite()
+		_ = r.conn.Close()
+	})
+}

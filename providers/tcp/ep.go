@@ -1,0 +1,460 @@
+package tcp
+
+import (
+	"context"
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+
+	"github.com/cockroachdb/errors"
+	"github.com/gofabric/gofabric/ep"
+	"github.com/gofabric/gofabric/eq"
+	"github.com/gofabric/gofabric/fi"
+	"github.com/gofabric/gofabric/internal/provutil"
+)
+
+// endpoint is a connected (FI_EP_MSG) endpoint (struct fid_ep;
+// fi_endpoint(3), fi_cm(3), fi_msg(3), fi_rma(3)): one TCP connection,
+// opened by Connect or accepted from a connection request. Safe for
+// concurrent use.
+type endpoint struct {
+	domain *domain
+	info   *fi.Info
+	bind   provutil.Bindings
+	cs     ep.ConnState
+	params params
+
+	// Default operation flags (fi_tx_attr.op_flags, fi_rx_attr.op_flags)
+	// for the calls that take none.
+	txFlags, rxFlags fi.Flags
+
+	// Completion targets, fixed at Enable.
+	txcq, rxcq     *provutil.CQ
+	txSel, rxSel   bool
+	cntr           [nCntr]*provutil.Counter
+	events         *eventQueue
+	sets           []*epSet // the queues and counters driving progress
+	enabledAt      atomic.Bool
+	closing        atomic.Bool
+	recvStalled    atomic.Bool // the receive side waits for a posted buffer or tx room
+	sendBlocked    atomic.Bool // queued sends wait for room in the socket
+	cmMu           sync.Mutex  // guards the CM fields below
+	localName      []byte      // SetName's address, or nil
+	peerName       []byte      // the peer's address once known
+	connName       []byte      // the socket's local address once connected
+	req            *connReq    // the request the endpoint was opened for
+	cancelDial     context.CancelFunc
+	cmWG           sync.WaitGroup // the connect goroutine
+	watchWG        sync.WaitGroup // the watchers' goroutines
+	rwatch, wwatch *watcher
+
+	// mu guards the data path: the socket and the transmit and receive
+	// state (progress.go).
+	mu sync.Mutex
+	dp dataPath
+}
+
+// Counter slots, by the operation kind they count.
+const (
+	cntSend = iota
+	cntRecv
+	cntRead
+	cntWrite
+	cntRemoteRead
+	cntRemoteWrite
+	nCntr
+)
+
+var cntrFlag = [nCntr]fi.Flags{fi.FlagSend, fi.FlagRecv, fi.FlagRead, fi.FlagWrite, fi.FlagRemoteRead, fi.FlagRemoteWrite}
+
+var (
+	_ ep.Endpoint = (*endpoint)(nil)
+	_ ep.CM       = (*endpoint)(nil)
+	_ ep.Msg      = (*endpoint)(nil)
+	_ ep.RMA      = (*endpoint)(nil)
+	_ ep.Opener   = (*domain)(nil)
+)
+
+// OpenEndpoint opens an active endpoint (fi_endpoint). With an Info from
+// an eq.ConnReq event (Info.Handle set) the endpoint is the one that
+// accepts that request; otherwise it connects with Connect. It returns
+// fi.EINVAL for an Info that is not FI_EP_MSG or a handle that is not a
+// pending request of this provider.
+func (d *domain) OpenEndpoint(info *fi.Info) (ep.Endpoint, error) {
+	if info == nil {
+		info = d.info
+	}
+	if info.EPAttr != nil && info.EPAttr.Type != fi.EPTypeUnspec && info.EPAttr.Type != fi.EPTypeMsg {
+		return nil, errors.Wrapf(fi.EINVAL, "tcp: open endpoint: ep type %v not supported (offers FI_EP_MSG)", info.EPAttr.Type)
+	}
+	var req *connReq
+	if info.Handle != nil {
+		r, ok := info.Handle.(*connReq)
+		if !ok {
+			return nil, errors.Wrapf(fi.EINVAL, "tcp: open endpoint: handle %T is not a tcp connection request", info.Handle)
+		}
+		req = r
+	}
+	if err := d.acquire("open endpoint"); err != nil {
+		return nil, err
+	}
+	e := &endpoint{domain: d, info: info.Clone(), params: d.fabric.params}
+	if e.info.EPAttr == nil {
+		e.info.EPAttr = &fi.EPAttr{Type: fi.EPTypeMsg}
+	}
+	e.info.EPAttr.Type = fi.EPTypeMsg
+	if e.info.Caps == 0 {
+		e.info.Caps = infoCaps
+	}
+	if e.info.TxAttr != nil {
+		e.txFlags = e.info.TxAttr.OpFlags
+	}
+	if e.info.RxAttr != nil {
+		e.rxFlags = e.info.RxAttr.OpFlags
+	}
+	e.bind.Init(e.info)
+	e.dp.init()
+	if req != nil {
+		if err := req.pep.backlog.Take(req); err != nil {
+			d.ref.Release()
+			return nil, errors.Wrap(err, "tcp: open endpoint")
+		}
+		if err := e.cs.RequestReceived(); err != nil {
+			req.reject(nil)
+			d.ref.Release()
+			return nil, err
+		}
+		e.req = req
+		e.peerName = req.peer
+	}
+	return e, nil
+}
+
+// Info returns the Info the endpoint was opened with.
+func (e *endpoint) Info() *fi.Info { return e.info }
+
+// Bind binds an event queue, completion queue or counter of this provider
+// (fi_ep_bind). Objects of other providers give fi.EINVAL; the rest of the
+// rules are provutil.Bindings'.
+func (e *endpoint) Bind(obj fi.Fid, flags fi.Flags) error {
+	switch obj.(type) {
+	case *eventQueue, *completionQueue, *counter:
+	case nil:
+		return errors.Wrap(fi.EINVAL, "tcp: bind: nil object")
+	default:
+		if _, ok := obj.(fi.AV); ok {
+			return errors.Wrap(fi.EINVAL, "tcp: bind: connected (FI_EP_MSG) endpoints take no address vector")
+		}
+		return errors.Wrapf(fi.EINVAL, "tcp: bind: %T is not a tcp event queue, completion queue or counter", obj)
+	}
+	if e.closing.Load() {
+		return errors.Wrap(fi.EBADF, "tcp: bind: endpoint closed")
+	}
+	return e.bind.Bind(obj, flags)
+}
+
+// Enable checks the bindings (fi_enable: an event queue, and a CQ or
+// counter for each direction) and attaches the endpoint to the queues
+// that drive its progress.
+func (e *endpoint) Enable() error {
+	if e.closing.Load() {
+		return errors.Wrap(fi.EBADF, "tcp: enable: endpoint closed")
+	}
+	if err := e.bind.CheckEnable(); err != nil {
+		return err
+	}
+	if e.enabledAt.Swap(true) {
+		return nil
+	}
+	b := &e.bind
+	e.events = b.EQ.(*eventQueue)
+	e.sets = append(e.sets, &e.events.eps)
+	if q, ok := b.TxCQ.(*completionQueue); ok {
+		e.txcq, e.txSel = q.CQ, b.TxSelective
+		e.sets = append(e.sets, &q.eps)
+	}
+	if q, ok := b.RxCQ.(*completionQueue); ok {
+		e.rxcq, e.rxSel = q.CQ, b.RxSelective
+		if b.RxCQ != b.TxCQ {
+			e.sets = append(e.sets, &q.eps)
+		}
+	}
+	for i, f := range cntrFlag {
+		if c, ok := b.Counters[f].(*counter); ok {
+			e.cntr[i] = c.Counter
+			e.sets = append(e.sets, &c.eps)
+		}
+	}
+	for _, s := range e.sets {
+		s.add(e)
+	}
+	return nil
+}
+
+// Cancel cancels the posted receive with context ctx (fi_cancel): it
+// completes with an fi.ECANCELED error entry. Sends and RMA already handed
+// to the socket cannot be cancelled; for them, and for an unknown
+// context, it returns fi.ENOENT.
+func (e *endpoint) Cancel(ctx any) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.dp.cancelRecv(e, ctx) {
+		return nil
+	}
+	return fi.ENOENT
+}
+
+// CMDataSize is the most private data Connect, Accept and Reject carry
+// (FI_OPT_CM_DATA_SIZE): 256 bytes.
+func (e *endpoint) CMDataSize() int { return cmMaxDataSize }
+
+// SetName sets the local address Connect binds to (fi_setname): a
+// sockaddr of the endpoint's address format; port 0 lets the kernel pick.
+// It must come before Connect (fi.EOPBADSTATE after).
+func (e *endpoint) SetName(addr []byte) error {
+	ap, _, err := fi.AddrPortFromSockaddr(addr)
+	if err != nil {
+		return errors.Wrap(err, "tcp: setname")
+	}
+	if !ap.Addr().IsValid() {
+		return errors.Wrap(fi.EINVAL, "tcp: setname: no address")
+	}
+	if s := e.cs.State(); s != ep.CMIdle {
+		return stateErr("setname", s)
+	}
+	e.cmMu.Lock()
+	defer e.cmMu.Unlock()
+	e.localName = append([]byte(nil), addr...)
+	return nil
+}
+
+// Name copies the endpoint's local address into buf (fi_getname): the
+// socket's address once connected, else the SetName address, else the
+// Info's source address (port 0). A buffer too small for it gets a
+// truncated copy, the full length and bare fi.ETOOSMALL.
+func (e *endpoint) Name(buf []byte) (int, error) {
+	e.cmMu.Lock()
+	name := e.connName
+	if name == nil {
+		name = e.localName
+	}
+	e.cmMu.Unlock()
+	if name == nil {
+		name = e.info.SrcAddr
+	}
+	if name == nil {
+		return 0, errors.Wrap(fi.EADDRNOTAVAIL, "tcp: getname: the endpoint has no address yet (no source address, SetName or connection)")
+	}
+	return copyName(buf, name)
+}
+
+// Peer copies the peer's address into buf (fi_getpeer), with Name's
+// ETOOSMALL rule. Before a connection attempt there is none: fi.ENOTCONN.
+func (e *endpoint) Peer(buf []byte) (int, error) {
+	e.cmMu.Lock()
+	name := e.peerName
+	e.cmMu.Unlock()
+	if name == nil {
+		return 0, errors.Wrap(fi.ENOTCONN, "tcp: getpeer: not connected")
+	}
+	return copyName(buf, name)
+}
+
+func stateErr(op string, s ep.CMState) error {
+	code := fi.EOPBADSTATE
+	if s == ep.CMClosed {
+		code = fi.EBADF
+	}
+	return errors.Wrapf(code, "tcp: %s: endpoint is %s", op, s)
+}
+
+// Shutdown closes the connection (fi_shutdown; flags must be 0): what the
+// socket takes at once of the queued sends goes out, the rest and every
+// operation still pending complete with fi.ECANCELED error entries, the
+// socket is shut down (the peer sees a TCP FIN and reports eq.Shutdown),
+// and the endpoint's own eq.Shutdown event is queued unless the peer's
+// disconnect already produced it.
+func (e *endpoint) Shutdown(flags fi.Flags) error {
+	if flags != 0 {
+		return errors.Wrapf(fi.EBADFLAGS, "tcp: shutdown: flags %v (want 0)", flags)
+	}
+	emit, err := e.cs.Shutdown()
+	if err != nil {
+		return errors.Wrap(err, "tcp: shutdown")
+	}
+	e.stopDial()
+	e.mu.Lock()
+	e.dp.shutdown(e)
+	e.mu.Unlock()
+	if emit {
+		e.postEvent(&eq.Shutdown{Fid: e})
+	}
+	return nil
+}
+
+// postEvent queues ev on the bound event queue.
+func (e *endpoint) postEvent(ev eq.Event) {
+	if q := e.eventQueue(); q != nil {
+		_ = q.Post(ev)
+	}
+}
+
+// postError queues an error event about the endpoint.
+func (e *endpoint) postError(code fi.Errno, data []byte) {
+	if q := e.eventQueue(); q != nil {
+		_ = q.PostErr(&eq.EQError{Fid: e, Err: code, ErrData: data})
+	}
+}
+
+func (e *endpoint) eventQueue() *eventQueue {
+	if e.events != nil {
+		return e.events
+	}
+	if q, ok := e.bind.EQ.(*eventQueue); ok {
+		return q
+	}
+	return nil
+}
+
+// stopDial cancels a connection attempt in progress and waits for its
+// goroutine.
+func (e *endpoint) stopDial() {
+	e.cmMu.Lock()
+	cancel := e.cancelDial
+	e.cmMu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+	e.cmWG.Wait()
+}
+
+// Close closes the endpoint (fi_close). A connection is cut (the peer
+// sees it end), a connection attempt is abandoned, a request the endpoint
+// was opened for and never accepted is rejected; operations still pending
+// complete with fi.ECANCELED error entries; then the endpoint lets go of
+// its queues, counters and domain. A second Close returns fi.EBADF.
+func (e *endpoint) Close() error {
+	prev, err := e.cs.Close()
+	if err != nil {
+		return errors.Wrap(fi.EBADF, "tcp: close endpoint: already closed")
+	}
+	e.closing.Store(true)
+	e.stopDial()
+	if prev == ep.CMReqReceived && e.req != nil {
+		e.req.reject(nil)
+	}
+	e.mu.Lock()
+	e.dp.shutdown(e)
+	e.mu.Unlock()
+	e.watchWG.Wait()
+	for _, s := range e.sets {
+		s.remove(e)
+	}
+	e.bind.Release()
+	e.domain.ref.Release()
+	return nil
+}
+
+// attach makes conn the endpoint's connection: it is called with the CM
+// exchange done, before the endpoint is marked connected. It returns
+// false, leaving conn to the caller, when the endpoint was shut down or
+// closed meanwhile (want is the state the attempt must still be in).
+func (e *endpoint) attach(conn *net.TCPConn, codec dataCodec, want ep.CMState) bool {
+	rc, err := conn.SyscallConn()
+	if err != nil {
+		return false
+	}
+	fd, err := rawFD(rc)
+	if err != nil {
+		return false
+	}
+	if !e.params.nodelay {
+		_ = conn.SetNoDelay(false)
+	}
+	e.cmMu.Lock()
+	e.connName = sockaddrOf(conn.LocalAddr())
+	e.peerName = sockaddrOf(conn.RemoteAddr())
+	e.cmMu.Unlock()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.cs.State() != want {
+		return false
+	}
+	e.rwatch = newWatcher(conn, rc, false, &e.watchWG)
+	e.wwatch = newWatcher(conn, rc, true, &e.watchWG)
+	e.dp.attach(conn, fd, codec)
+	return true
+}
+
+// watch registers t with the watchers of the socket directions progress
+// may find work on, appending them to ws.
+func (e *endpoint) watch(t *waitToken, ws []*watcher) []*watcher {
+	e.mu.Lock()
+	r, w := e.rwatch, e.wwatch
+	live := e.dp.fd >= 0
+	e.mu.Unlock()
+	if !live || r == nil {
+		return ws
+	}
+	if !e.recvStalled.Load() && r.add(t) {
+		ws = append(ws, r)
+	}
+	if e.sendBlocked.Load() && w.add(t) {
+		ws = append(ws, w)
+	}
+	return ws
+}
+
+// signal wakes the blocked readers of every queue driving the endpoint,
+// so that they look at it again (its receive side can go on).
+func (e *endpoint) signal() {
+	if e.txcq != nil {
+		e.txcq.Signal()
+	}
+	if e.rxcq != nil {
+		e.rxcq.Signal()
+	}
+	for _, c := range e.cntr {
+		if c != nil {
+			c.Signal()
+		}
+	}
+	if e.events != nil {
+		e.events.Signal()
+	}
+}
+
+// localBind returns the address Connect binds to: SetName's, else the
+// Info's source address with port 0 kept as given.
+func (e *endpoint) localBind() (*net.TCPAddr, error) {
+	e.cmMu.Lock()
+	name := e.localName
+	e.cmMu.Unlock()
+	if name == nil {
+		name = e.info.SrcAddr
+	}
+	if name == nil {
+		return nil, nil
+	}
+	ap, _, err := fi.AddrPortFromSockaddr(name)
+	if err != nil {
+		return nil, errors.Wrap(err, "tcp: connect: source address")
+	}
+	if ap.Addr().IsUnspecified() && ap.Port() == 0 {
+		return nil, nil
+	}
+	return net.TCPAddrFromAddrPort(ap), nil
+}
+
+// peerAddr parses a destination sockaddr for Connect.
+func peerAddr(addr []byte) (netip.AddrPort, error) {
+	ap, _, err := fi.AddrPortFromSockaddr(addr)
+	if err != nil {
+		return netip.AddrPort{}, errors.Wrap(err, "tcp: connect: destination")
+	}
+	if !ap.Addr().IsValid() || ap.Port() == 0 {
+		return netip.AddrPort{}, errors.Wrapf(fi.EINVAL, "tcp: connect: destination %v has no address or port", ap)
+	}
+	return ap, nil
+}

@@ -1,0 +1,234 @@
+package tcp_test
+
+import (
+	"bytes"
+	"context"
+	"testing"
+	"time"
+
+	"github.com/gofabric/gofabric/ep"
+	"github.com/gofabric/gofabric/eq"
+	"github.com/gofabric/gofabric/fi"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+)
+
+// side is one end of a connection made by connectPair: its objects, and
+// the queues to read.
+type side struct {
+	fabric fi.Fabric
+	eq     eq.EventQueue
+	domain fi.Domain
+	cq     eq.CompletionQueue
+	ep     ep.Endpoint
+}
+
+func (s *side) msg() ep.Msg { return s.ep.(ep.Msg) }
+func (s *side) cm() ep.CM   { return s.ep.(ep.CM) }
+
+// pair is a connected client and server, and the server's passive
+// endpoint.
+type pair struct {
+	client, server side
+	pep            ep.PassiveEndpoint
+	srvFabric      fi.Fabric
+	srvEQ          eq.EventQueue
+}
+
+func loInfo(t testing.TB) *fi.Info {
+	t.Helper()
+	h := tcpHints(fi.EPTypeMsg)
+	infos, err := fi.GetInfo(context.Background(), "127.0.0.1", "0", fi.FlagSource, h)
+	require.NoError(t, err)
+	return infos[0]
+}
+
+func openSide(t testing.TB, s *side, f fi.Fabric, q eq.EventQueue, info *fi.Info) {
+	t.Helper()
+	var err error
+	s.fabric, s.eq = f, q
+	s.domain, err = f.OpenDomain(info)
+	require.NoError(t, err)
+	s.cq, err = eq.OpenCQ(s.domain, &eq.CQAttr{Format: eq.FormatData})
+	require.NoError(t, err)
+	s.ep, err = ep.Open(s.domain, info)
+	require.NoError(t, err)
+	require.NoError(t, s.ep.Bind(q, 0))
+	require.NoError(t, s.ep.Bind(s.cq, fi.FlagSend|fi.FlagRecv))
+	require.NoError(t, s.ep.Enable())
+}
+
+// listen opens a fabric, EQ and listening passive endpoint on loopback.
+func listen(t testing.TB) (fi.Fabric, eq.EventQueue, ep.PassiveEndpoint, []byte) {
+	t.Helper()
+	info := loInfo(t)
+	f, err := fi.OpenFabric(info)
+	require.NoError(t, err)
+	q, err := eq.OpenEQ(f, nil)
+	require.NoError(t, err)
+	p, err := ep.OpenPassive(f, info)
+	require.NoError(t, err)
+	require.NoError(t, p.Bind(q, 0))
+	require.NoError(t, p.Listen())
+	name := make([]byte, 64)
+	n, err := p.Name(name)
+	require.NoError(t, err)
+	return f, q, p, name[:n]
+}
+
+// waitEvent reads the next event of q, or its error entry as an error.
+func waitEvent(t testing.TB, q eq.EventQueue) any {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ev, err := q.SRead(ctx)
+	if fi.Code(err) == fi.EAVAIL {
+		e, err2 := q.ReadErr()
+		require.NoError(t, err2)
+		return e
+	}
+	require.NoError(t, err)
+	return ev
+}
+
+// connectPair connects a client to a fresh server with private data both
+// ways.
+func connectPair(t testing.TB) *pair {
+	t.Helper()
+	p := &pair{}
+	var name []byte
+	p.srvFabric, p.srvEQ, p.pep, name = listen(t)
+	info := loInfo(t)
+	cf, err := fi.OpenFabric(info)
+	require.NoError(t, err)
+	cq, err := eq.OpenEQ(cf, nil)
+	require.NoError(t, err)
+	openSide(t, &p.client, cf, cq, info)
+	require.NoError(t, p.client.cm().Connect(name, []byte("hello")))
+
+	ev := waitEvent(t, p.srvEQ)
+	req, ok := ev.(*eq.ConnReq)
+	require.True(t, ok, "got %T %v", ev, ev)
+	require.Equal(t, []byte("hello"), req.Data)
+	openSide(t, &p.server, p.srvFabric, p.srvEQ, req.Info)
+	require.NoError(t, p.server.cm().Accept([]byte("welcome")))
+	ev = waitEvent(t, p.srvEQ)
+	require.IsType(t, &eq.Connected{}, ev)
+	ev = waitEvent(t, cq)
+	c, ok := ev.(*eq.Connected)
+	require.True(t, ok, "got %T %v", ev, ev)
+	require.Equal(t, []byte("welcome"), c.Data)
+	return p
+}
+
+func (s *side) close(t testing.TB) {
+	t.Helper()
+	require.NoError(t, s.ep.Close())
+	require.NoError(t, s.cq.Close())
+	require.NoError(t, s.domain.Close())
+}
+
+func (p *pair) close(t testing.TB) {
+	t.Helper()
+	p.client.close(t)
+	p.server.close(t)
+	require.NoError(t, p.pep.Close())
+	require.NoError(t, p.client.eq.Close())
+	require.NoError(t, p.client.fabric.Close())
+	require.NoError(t, p.srvEQ.Close())
+	require.NoError(t, p.srvFabric.Close())
+}
+
+// poll reads one completion from q, driving progress, within 10 s.
+func poll(t testing.TB, q eq.CompletionQueue) eq.Completion {
+	t.Helper()
+	var c [1]eq.Completion
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		n, err := q.Read(c[:])
+		if n == 1 {
+			return c[0]
+		}
+		if fi.Code(err) == fi.EAVAIL {
+			e, err := q.ReadErr()
+			require.NoError(t, err)
+			t.Fatalf("error completion: %v (olen %d)", e, e.OLen)
+		}
+		require.ErrorIs(t, err, fi.EAGAIN)
+	}
+	t.Fatal("no completion within 10 s")
+	return eq.Completion{}
+}
+
+func TestSendRecvAndShutdown(t *testing.T) {
+	cleanEnv(t)
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	p := connectPair(t)
+	rbuf := make([]byte, 1<<20)
+	require.NoError(t, p.server.msg().Recv(rbuf, nil, fi.AddrUnspec, "r1"))
+	payload := bytes.Repeat([]byte("0123456789abcdef"), 1<<16)
+	require.NoError(t, p.client.msg().Send(payload, nil, fi.AddrUnspec, "s1"))
+	c := poll(t, p.server.cq)
+	require.Equal(t, "r1", c.Context)
+	require.Equal(t, fi.FlagRecv|fi.FlagMsg, c.Flags)
+	require.Equal(t, len(payload), c.Len)
+	require.Equal(t, payload, rbuf[:c.Len])
+	c = poll(t, p.client.cq)
+	require.Equal(t, "s1", c.Context)
+	require.Equal(t, fi.FlagSend|fi.FlagMsg, c.Flags)
+
+	require.NoError(t, p.server.msg().Recv(rbuf, nil, fi.AddrUnspec, "r2"))
+	require.NoError(t, p.client.msg().SendData([]byte("x"), nil, 0xfeed, fi.AddrUnspec, "s2"))
+	c = poll(t, p.server.cq)
+	require.Equal(t, fi.FlagRecv|fi.FlagMsg|fi.FlagRemoteCQData, c.Flags)
+	require.Equal(t, uint64(0xfeed), c.Data)
+
+	require.NoError(t, p.client.cm().Shutdown(0))
+	require.IsType(t, &eq.Shutdown{}, waitEvent(t, p.client.eq))
+	require.IsType(t, &eq.Shutdown{}, waitEvent(t, p.srvEQ))
+	p.close(t)
+}
+
+func TestDataPathDoesNotAllocate(t *testing.T) {
+	cleanEnv(t)
+	p := connectPair(t)
+	defer p.close(t)
+	buf := make([]byte, 64)
+	rbuf := make([]byte, 64)
+	var comp [4]eq.Completion
+	ctx := &struct{}{}
+	round := func() {
+		if err := p.server.msg().Recv(rbuf, nil, fi.AddrUnspec, ctx); err != nil {
+			panic(err)
+		}
+		if err := p.client.msg().Send(buf, nil, fi.AddrUnspec, ctx); err != nil {
+			panic(err)
+		}
+		for got := 0; got < 1; {
+			n, _ := p.server.cq.Read(comp[:])
+			got += n
+		}
+		for got := 0; got < 1; {
+			n, _ := p.client.cq.Read(comp[:])
+			got += n
+		}
+	}
+	round()
+	require.Zero(t, testing.AllocsPerRun(200, round))
+}
+
+func TestInjectCopiesPayload(t *testing.T) {
+	cleanEnv(t)
+	p := connectPair(t)
+	defer p.close(t)
+	rbuf := make([]byte, 256)
+	for i := range 3 {
+		require.NoError(t, p.server.msg().Recv(rbuf, nil, fi.AddrUnspec, i))
+		msg := bytes.Repeat([]byte{byte('a' + i)}, 64)
+		require.NoError(t, p.client.msg().Inject(msg, fi.AddrUnspec))
+		clear(msg) // the buffer is the caller's again at once
+		c := poll(t, p.server.cq)
+		require.Equal(t, i, c.Context)
+		require.Equal(t, bytes.Repeat([]byte{byte('a' + i)}, 64), rbuf[:c.Len])
+	}
+}

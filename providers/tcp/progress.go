@@ -1,0 +1,790 @@
+package tcp
+
+import (
+	"net"
+	"reflect"
+
+	"github.com/gofabric/gofabric/eq"
+	"github.com/gofabric/gofabric/fi"
+	"golang.org/x/sys/unix"
+)
+
+// The data path of an endpoint: the transmit queue written to the socket
+// with writev, the receive side parsing the byte stream (§2.4 of the wire
+// spec) into posted buffers, registered memory and read responses. All of
+// it runs under the endpoint's mu, from the posting calls and from
+// progress (queue reads), without blocking and without allocating.
+
+const (
+	// respSlots are the transmit entries kept for the receive side's
+	// answers (ACKs and read responses) beyond the application's queue.
+	respSlots = 64
+	txPool    = queueSize + respSlots
+	// rbufSize is the receive staging buffer: small messages arrive many
+	// to a read; a payload larger than directRead still missing when the
+	// buffer is drained is read straight into its destination.
+	rbufSize   = 64 << 10
+	directRead = 4 << 10
+)
+
+// txKind is what a transmit entry carries.
+type txKind uint8
+
+const (
+	txSend    txKind = iota // an application message
+	txWrite                 // an application RMA write
+	txRead                  // an application RMA read request
+	txAck                   // an ACK of a delivery-complete message or write
+	txReadRsp               // the answer to a peer's read request
+)
+
+// txEntry is one queued transmission: header, payload segments and what
+// to report when it completes.
+type txEntry struct {
+	kind    txKind
+	report  bool // write a CQ entry on success
+	inject  bool // fi_inject: no completion at all
+	ack     bool // completes when the peer's ACK arrives
+	cnt     int8 // counter slot, -1 for none
+	hdrLen  int
+	total   int // header + payload bytes on the wire
+	rlen    int // txRead: bytes the response must carry
+	ctx     any
+	cqFlags fi.Flags
+	niov    int
+	iov     [iovLimit][]byte // payload, or txRead's destination
+	hdr     [maxDataHeaderSize]byte
+	buf     [injectSize]byte // injected payload
+}
+
+// segments appends the entry's unsent bytes, from offset off, to v.
+func (t *txEntry) segments(v *iovec, off int) bool {
+	if off < t.hdrLen {
+		if !v.add(t.hdr[off:t.hdrLen]) {
+			return false
+		}
+		off = 0
+	} else {
+		off -= t.hdrLen
+	}
+	if t.kind == txRead {
+		return true
+	}
+	for _, b := range t.iov[:t.niov] {
+		if off >= len(b) {
+			off -= len(b)
+			continue
+		}
+		if !v.add(b[off:]) {
+			return false
+		}
+		off = 0
+	}
+	return true
+}
+
+// rxEntry is a posted receive.
+type rxEntry struct {
+	niov   int
+	size   int
+	report bool
+	ctx    any
+	iov    [iovLimit][]byte
+}
+
+// idxRing is a FIFO of transmit entry indices.
+type idxRing struct {
+	buf        [txPool]int16
+	head, size int
+}
+
+func (r *idxRing) push(i int) {
+	r.buf[(r.head+r.size)%txPool] = int16(i)
+	r.size++
+}
+func (r *idxRing) at(k int) int { return int(r.buf[(r.head+k)%txPool]) }
+func (r *idxRing) pop() int {
+	i := int(r.buf[r.head])
+	r.head = (r.head + 1) % txPool
+	r.size--
+	return i
+}
+
+// rxState is where the receive side is in the stream.
+type rxState uint8
+
+const (
+	rsHeader   rxState = iota // parsing the next header
+	rsDispatch                // header parsed, waiting for a posted receive or transmit room
+	rsPayload                 // placing the payload
+)
+
+// rxKind is what the payload being placed belongs to.
+type rxKind uint8
+
+const (
+	rkMsg rxKind = iota
+	rkWrite
+	rkReadRsp
+)
+
+type dataPath struct {
+	conn  *net.TCPConn
+	fd    int
+	codec dataCodec
+	iov   iovec
+
+	pool   [txPool]txEntry
+	free   [txPool]int16
+	nfree  int
+	sendQ  idxRing // to write, in order
+	ackQ   idxRing // written, waiting for the peer's ACK
+	readQ  idxRing // read requests written, waiting for the response
+	txOff  int     // bytes of sendQ's head already written
+	appOps int     // application operations not yet completed
+
+	recvs               [queueSize]rxEntry
+	recvHead, recvCount int
+
+	rbuf         []byte
+	rstart, rend int
+	rstate       rxState
+	rhdr         dataHeader
+	kind         rxKind
+	cur          rxEntry          // the receive being filled (rkMsg)
+	curTx        int              // the read request being answered (rkReadRsp)
+	ackSlot      int              // entry reserved for the ACK, -1 for none
+	dst          [iovLimit][]byte // where the payload goes
+	dstN, dstI   int
+	dstOff       int
+	dstLeft      int    // payload bytes still to place
+	placed       int    // payload bytes placed
+	rleft        uint64 // payload bytes still to consume (placed or dropped)
+}
+
+func (d *dataPath) init() {
+	d.fd = -1
+	d.ackSlot = -1
+	d.nfree = txPool
+	for i := range d.free {
+		d.free[i] = int16(txPool - 1 - i)
+	}
+}
+
+func (d *dataPath) attach(conn *net.TCPConn, fd int, codec dataCodec) {
+	d.conn, d.fd, d.codec = conn, fd, codec
+	d.rbuf = make([]byte, rbufSize)
+}
+
+func (d *dataPath) take() int {
+	d.nfree--
+	return int(d.free[d.nfree])
+}
+
+func (d *dataPath) release(i int) {
+	t := &d.pool[i]
+	t.ctx = nil
+	clear(t.iov[:t.niov])
+	t.niov = 0
+	d.free[d.nfree] = int16(i)
+	d.nfree++
+}
+
+// progress runs the endpoint's data path: the progress hook of the queues
+// and counters it is bound to.
+func (e *endpoint) progress() {
+	e.mu.Lock()
+	e.dp.progress(e)
+	e.mu.Unlock()
+}
+
+// progress moves data both ways as far as the socket allows.
+func (d *dataPath) progress(e *endpoint) {
+	if d.fd < 0 {
+		return
+	}
+	if err := d.flush(e); err != nil {
+		d.fail(e, err)
+		return
+	}
+	if err := d.recv(e); err != nil {
+		d.fail(e, err)
+		return
+	}
+	if d.sendQ.size > 0 {
+		if err := d.flush(e); err != nil {
+			d.fail(e, err)
+		}
+	}
+}
+
+// flush writes queued entries until the socket is full or the queue
+// empty; written entries complete, or wait for their ACK or response.
+func (d *dataPath) flush(e *endpoint) error {
+	for d.sendQ.size > 0 {
+		d.iov.reset()
+		want := 0
+		for k := 0; k < d.sendQ.size && !d.iov.full(); k++ {
+			t := &d.pool[d.sendQ.at(k)]
+			off := 0
+			if k == 0 {
+				off = d.txOff
+			}
+			before := d.iov.n
+			if !t.segments(&d.iov, off) {
+				// partly added: count what went in
+				for _, s := range d.iov.v[before:d.iov.n] {
+					want += int(s.Len)
+				}
+				break
+			}
+			want += t.total - off
+		}
+		n, err := d.iov.writev(d.fd)
+		d.iov.clear()
+		if err == unix.EAGAIN {
+			e.sendBlocked.Store(true)
+			return nil
+		}
+		if err != nil {
+			return errnoOf(err)
+		}
+		d.advance(e, n)
+		if n < want {
+			e.sendBlocked.Store(true)
+			return nil
+		}
+	}
+	e.sendBlocked.Store(false)
+	return nil
+}
+
+// advance accounts n written bytes to the head of the queue.
+func (d *dataPath) advance(e *endpoint, n int) {
+	for n > 0 {
+		i := d.sendQ.at(0)
+		t := &d.pool[i]
+		rem := t.total - d.txOff
+		if n < rem {
+			d.txOff += n
+			return
+		}
+		n -= rem
+		d.txOff = 0
+		d.sendQ.pop()
+		d.written(e, i)
+	}
+}
+
+// written moves a fully written entry on.
+func (d *dataPath) written(e *endpoint, i int) {
+	t := &d.pool[i]
+	switch {
+	case t.kind == txRead:
+		d.readQ.push(i)
+	case t.ack:
+		d.ackQ.push(i)
+	case t.kind == txAck || t.kind == txReadRsp:
+		d.release(i)
+	default:
+		d.txDone(e, i)
+	}
+}
+
+// txDone completes an application entry successfully and frees it.
+func (d *dataPath) txDone(e *endpoint, i int) {
+	t := &d.pool[i]
+	if t.report && e.txcq != nil {
+		_ = e.txcq.CompleteOverflow(eq.Completion{Context: t.ctx, Flags: t.cqFlags}, fi.AddrUnspec)
+	}
+	if t.cnt >= 0 && e.cntr[t.cnt] != nil {
+		_ = e.cntr[t.cnt].Add(1)
+	}
+	d.appOps--
+	d.release(i)
+}
+
+// txFailed completes an entry with an error entry (application
+// operations; injects have no completion to fail) and frees it.
+func (d *dataPath) txFailed(e *endpoint, i int, code fi.Errno) {
+	t := &d.pool[i]
+	if t.kind == txAck || t.kind == txReadRsp {
+		d.release(i)
+		return
+	}
+	if !t.inject && e.txcq != nil {
+		_ = e.txcq.CompleteErr(&eq.CQError{Context: t.ctx, Flags: t.cqFlags, Err: code})
+	}
+	if t.cnt >= 0 && e.cntr[t.cnt] != nil {
+		_ = e.cntr[t.cnt].AddErr(1)
+	}
+	d.appOps--
+	d.release(i)
+}
+
+// enqueue queues entry i and writes what the socket takes. A socket error
+// fails the connection; the operation then completes with an error entry.
+func (d *dataPath) enqueue(e *endpoint, i int) {
+	d.sendQ.push(i)
+	if d.sendQ.size > 1 && e.sendBlocked.Load() {
+		return
+	}
+	if err := d.flush(e); err != nil {
+		d.fail(e, err)
+	}
+}
+
+// recv parses and places incoming data until the socket is empty or the
+// stream waits for a posted receive.
+func (d *dataPath) recv(e *endpoint) error {
+	for {
+		switch d.rstate {
+		case rsHeader:
+			need, err := d.codec.parseDataHeader(d.rbuf[d.rstart:d.rend], &d.rhdr)
+			if err == fi.EAGAIN {
+				more, err := d.fill(need)
+				if err != nil || !more {
+					return err
+				}
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			d.rstart += need
+			d.rstate = rsDispatch
+		case rsDispatch:
+			ok, err := d.dispatch(e)
+			if err != nil {
+				return err
+			}
+			e.recvStalled.Store(!ok)
+			if !ok {
+				return nil
+			}
+		case rsPayload:
+			if d.rleft == 0 {
+				d.finish(e)
+				d.rstate = rsHeader
+				continue
+			}
+			if d.rstart < d.rend {
+				d.place()
+				continue
+			}
+			d.rstart, d.rend = 0, 0
+			if d.dstLeft >= directRead {
+				more, err := d.readDirect()
+				if err != nil || !more {
+					return err
+				}
+				continue
+			}
+			more, err := d.fill(1)
+			if err != nil || !more {
+				return err
+			}
+		}
+	}
+}
+
+// errPeerClosed is the end of the peer's stream.
+const errPeerClosed = fi.ECONNRESET
+
+// fill reads once into the staging buffer, first making room for need
+// bytes from rstart. It reports false when the socket had nothing.
+func (d *dataPath) fill(need int) (bool, error) {
+	if d.rstart > 0 && (d.rend == len(d.rbuf) || len(d.rbuf)-d.rstart < need) {
+		d.rend = copy(d.rbuf, d.rbuf[d.rstart:d.rend])
+		d.rstart = 0
+	}
+	n, err := readOnce(d.fd, d.rbuf[d.rend:])
+	if err == unix.EAGAIN {
+		return false, nil
+	}
+	if err != nil {
+		return false, errnoOf(err)
+	}
+	if n == 0 {
+		return false, errPeerClosed
+	}
+	d.rend += n
+	return true, nil
+}
+
+// place moves staged payload bytes to their destination, or drops them
+// (the truncated tail of a message).
+func (d *dataPath) place() {
+	avail := d.rend - d.rstart
+	if uint64(avail) > d.rleft {
+		avail = int(d.rleft)
+	}
+	if d.dstLeft == 0 {
+		d.rstart += avail
+		d.rleft -= uint64(avail)
+		return
+	}
+	src := d.rbuf[d.rstart : d.rstart+min(avail, d.dstLeft)]
+	for len(src) > 0 {
+		k := copy(d.dst[d.dstI][d.dstOff:], src)
+		src = src[k:]
+		d.consumed(k)
+		d.rstart += k
+	}
+}
+
+// consumed accounts k bytes placed at the destination cursor.
+func (d *dataPath) consumed(k int) {
+	d.dstLeft -= k
+	d.placed += k
+	d.rleft -= uint64(k)
+	for k > 0 {
+		room := len(d.dst[d.dstI]) - d.dstOff
+		if k < room {
+			d.dstOff += k
+			return
+		}
+		k -= room
+		d.dstI++
+		d.dstOff = 0
+	}
+	for d.dstI < d.dstN && len(d.dst[d.dstI]) == 0 {
+		d.dstI++
+	}
+}
+
+// readDirect reads payload straight into the destination.
+func (d *dataPath) readDirect() (bool, error) {
+	d.iov.reset()
+	left := d.dstLeft
+	for i := d.dstI; i < d.dstN && left > 0; i++ {
+		b := d.dst[i]
+		if i == d.dstI {
+			b = b[d.dstOff:]
+		}
+		if len(b) > left {
+			b = b[:left]
+		}
+		d.iov.add(b)
+		left -= len(b)
+	}
+	n, err := d.iov.readv(d.fd)
+	d.iov.clear()
+	if err == unix.EAGAIN {
+		return false, nil
+	}
+	if err != nil {
+		return false, errnoOf(err)
+	}
+	if n == 0 {
+		return false, errPeerClosed
+	}
+	d.consumed(n)
+	return true, nil
+}
+
+// setDst points the destination cursor at iov, for n payload bytes.
+func (d *dataPath) setDst(iov [][]byte, n int) {
+	d.dstN = copy(d.dst[:], iov)
+	d.dstI, d.dstOff, d.placed = 0, 0, 0
+	d.dstLeft = n
+	for d.dstI < d.dstN && len(d.dst[d.dstI]) == 0 {
+		d.dstI++
+	}
+}
+
+// dispatch acts on the parsed header. It reports false when the message
+// must wait: for a posted receive, or for a free entry for its answer.
+// Errors break the protocol and drop the connection.
+func (d *dataPath) dispatch(e *endpoint) (bool, error) {
+	h := &d.rhdr
+	payload := h.payloadLen()
+	if h.isAck() {
+		if d.ackQ.size == 0 {
+			return false, fi.EIO // an ACK nobody asked for
+		}
+		d.txDone(e, d.ackQ.pop())
+		d.rstate = rsHeader
+		return true, nil
+	}
+	if h.hasTag() {
+		return false, fi.EIO // tagged messages need a tag-matching peer (§2.5.2); MSG endpoints are not one
+	}
+	needAck := h.needsAck()
+	if needAck && d.nfree == 0 {
+		return false, nil
+	}
+	switch h.op {
+	case opMsg:
+		if d.recvCount == 0 {
+			return false, nil
+		}
+		d.cur = d.recvs[d.recvHead]
+		d.recvs[d.recvHead] = rxEntry{}
+		d.recvHead = (d.recvHead + 1) % queueSize
+		d.recvCount--
+		d.kind = rkMsg
+		d.setDst(d.cur.iov[:d.cur.niov], int(min(payload, uint64(d.cur.size))))
+	case opWrite:
+		var dst [iovLimit][]byte
+		for k, v := range h.rmaIOVs() {
+			b, err := e.domain.mrs.Verify(v.key, v.addr, int(v.len), fi.AccessRemoteWrite)
+			if err != nil || v.len > uint64(maxInt) {
+				return false, fi.EACCES
+			}
+			dst[k] = b
+		}
+		d.kind = rkWrite
+		d.setDst(dst[:h.rmaIOVCnt], int(payload))
+	case opReadReq:
+		if d.nfree == 0 {
+			return false, nil
+		}
+		var src [iovLimit][]byte
+		for k, v := range h.rmaIOVs() {
+			b, err := e.domain.mrs.Verify(v.key, v.addr, int(v.len), fi.AccessRemoteRead)
+			if err != nil || v.len > uint64(maxInt) {
+				return false, fi.EACCES
+			}
+			src[k] = b
+		}
+		i := d.take()
+		t := &d.pool[i]
+		rsp := readRspHeader(h)
+		*t = txEntry{kind: txReadRsp, cnt: -1, niov: int(h.rmaIOVCnt), iov: src}
+		t.hdrLen = d.codec.putDataHeader(t.hdr[:], &rsp)
+		t.total = int(rsp.size)
+		d.sendQ.push(i)
+		if c := e.cntr[cntRemoteRead]; c != nil {
+			_ = c.Add(1)
+		}
+		d.rstate = rsHeader
+		return true, nil
+	case opReadRsp:
+		if d.readQ.size == 0 {
+			return false, fi.EIO
+		}
+		d.curTx = d.readQ.at(0)
+		t := &d.pool[d.curTx]
+		if payload != uint64(t.rlen) {
+			return false, fi.EIO
+		}
+		d.kind = rkReadRsp
+		d.setDst(t.iov[:t.niov], t.rlen)
+	default:
+		return false, fi.EIO
+	}
+	d.ackSlot = -1
+	if needAck {
+		d.ackSlot = d.take()
+	}
+	d.rleft = payload
+	d.rstate = rsPayload
+	return true, nil
+}
+
+const maxInt = int(^uint(0) >> 1)
+
+// finish completes the message whose payload is all in.
+func (d *dataPath) finish(e *endpoint) {
+	h := &d.rhdr
+	if d.ackSlot >= 0 {
+		t := &d.pool[d.ackSlot]
+		ack := ackHeader()
+		*t = txEntry{kind: txAck, cnt: -1}
+		t.hdrLen = d.codec.putDataHeader(t.hdr[:], &ack)
+		t.total = t.hdrLen
+		d.sendQ.push(d.ackSlot)
+		d.ackSlot = -1
+	}
+	switch d.kind {
+	case rkMsg:
+		flags := fi.FlagRecv | fi.FlagMsg
+		var data uint64
+		if h.flags&flagCQData != 0 {
+			flags |= fi.FlagRemoteCQData
+			data = h.cqData
+		}
+		c := &d.cur
+		if over := h.payloadLen() - uint64(d.placed); over > 0 {
+			if e.rxcq != nil {
+				_ = e.rxcq.CompleteErr(&eq.CQError{Context: c.ctx, Flags: flags, Len: d.placed,
+					Data: data, OLen: int(min(over, uint64(maxInt))), Err: fi.ETRUNC})
+			}
+			if k := e.cntr[cntRecv]; k != nil {
+				_ = k.AddErr(1)
+			}
+		} else {
+			if c.report && e.rxcq != nil {
+				_ = e.rxcq.CompleteOverflow(eq.Completion{Context: c.ctx, Flags: flags, Len: d.placed, Data: data}, fi.AddrUnspec)
+			}
+			if k := e.cntr[cntRecv]; k != nil {
+				_ = k.Add(1)
+			}
+		}
+		d.cur = rxEntry{}
+	case rkWrite:
+		if h.flags&flagCQData != 0 && e.rxcq != nil {
+			_ = e.rxcq.CompleteOverflow(eq.Completion{
+				Flags: fi.FlagRMA | fi.FlagRemoteWrite | fi.FlagRemoteCQData, Len: d.placed, Data: h.cqData,
+			}, fi.AddrUnspec)
+		}
+		if k := e.cntr[cntRemoteWrite]; k != nil {
+			_ = k.Add(1)
+		}
+	case rkReadRsp:
+		d.readQ.pop()
+		d.txDone(e, d.curTx)
+	}
+	clear(d.dst[:d.dstN])
+	d.dstN = 0
+}
+
+// postRecv queues a receive; if the stream waited for one, it goes on at
+// once. It returns bare fi.EAGAIN when the receive queue is full.
+func (d *dataPath) postRecv(e *endpoint, r *rxEntry) error {
+	if d.recvCount == queueSize {
+		return fi.EAGAIN
+	}
+	d.recvs[(d.recvHead+d.recvCount)%queueSize] = *r
+	d.recvCount++
+	if d.rstate == rsDispatch && d.fd >= 0 {
+		if err := d.recv(e); err != nil {
+			d.fail(e, err)
+			return nil
+		}
+		if d.sendQ.size > 0 {
+			if err := d.flush(e); err != nil {
+				d.fail(e, err)
+				return nil
+			}
+		}
+		if !e.recvStalled.Load() {
+			e.signal()
+		}
+	}
+	return nil
+}
+
+// cancelRecv removes the posted receive with context ctx and completes it
+// with fi.ECANCELED.
+func (d *dataPath) cancelRecv(e *endpoint, ctx any) bool {
+	for k := range d.recvCount {
+		i := (d.recvHead + k) % queueSize
+		if !sameContext(d.recvs[i].ctx, ctx) {
+			continue
+		}
+		r := d.recvs[i]
+		for j := k; j < d.recvCount-1; j++ {
+			d.recvs[(d.recvHead+j)%queueSize] = d.recvs[(d.recvHead+j+1)%queueSize]
+		}
+		d.recvCount--
+		d.recvs[(d.recvHead+d.recvCount)%queueSize] = rxEntry{}
+		d.recvFailed(e, &r, fi.ECANCELED)
+		return true
+	}
+	return false
+}
+
+// sameContext compares operation contexts without panicking on values
+// Go cannot compare.
+func sameContext(a, b any) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	ta := reflect.TypeOf(a)
+	if ta != reflect.TypeOf(b) || !ta.Comparable() {
+		return false
+	}
+	return a == b
+}
+
+func (d *dataPath) recvFailed(e *endpoint, r *rxEntry, code fi.Errno) {
+	if e.rxcq != nil {
+		_ = e.rxcq.CompleteErr(&eq.CQError{Context: r.ctx, Flags: fi.FlagRecv | fi.FlagMsg, Err: code})
+	}
+	if k := e.cntr[cntRecv]; k != nil {
+		_ = k.AddErr(1)
+	}
+}
+
+// closeSock closes the socket; the watchers' goroutines end with it.
+func (d *dataPath) closeSock(e *endpoint) {
+	if d.fd < 0 {
+		return
+	}
+	if e.rwatch != nil {
+		e.rwatch.shut()
+		e.wwatch.shut()
+	}
+	_ = d.conn.Close()
+	d.conn, d.fd = nil, -1
+	e.recvStalled.Store(false)
+	e.sendBlocked.Store(false)
+}
+
+// fail drops the connection after a socket error, the peer's close or a
+// protocol violation: every pending operation completes with an error
+// entry (fi.ECANCELED, as in the C provider) and
+// the endpoint gets its eq.Shutdown unless it already had one.
+func (d *dataPath) fail(e *endpoint, err error) {
+	if code := fi.Code(err); code != errPeerClosed {
+		fi.Logger(provName).Warn("tcp: connection dropped", "err", code)
+	}
+	d.closeSock(e)
+	d.flushAll(e, fi.ECANCELED)
+	if e.cs.PeerGone() {
+		e.postEvent(&eq.Shutdown{Fid: e})
+	}
+}
+
+// shutdown ends the connection from this side (fi_shutdown, fi_close):
+// queued bytes the socket takes at once go out, then FIN; what is still
+// pending completes with fi.ECANCELED.
+func (d *dataPath) shutdown(e *endpoint) {
+	if d.fd >= 0 {
+		_ = d.flush(e)
+		_ = unix.Shutdown(d.fd, unix.SHUT_RDWR)
+		d.closeSock(e)
+	}
+	d.flushAll(e, fi.ECANCELED)
+}
+
+// flushAll completes every pending operation with code.
+func (d *dataPath) flushAll(e *endpoint, code fi.Errno) {
+	if d.rstate == rsPayload {
+		switch d.kind {
+		case rkMsg:
+			d.recvFailed(e, &d.cur, code)
+			d.cur = rxEntry{}
+		case rkReadRsp:
+			d.readQ.pop()
+			d.txFailed(e, d.curTx, code)
+		}
+		clear(d.dst[:d.dstN])
+		d.dstN = 0
+	}
+	if d.ackSlot >= 0 {
+		d.release(d.ackSlot)
+		d.ackSlot = -1
+	}
+	d.rstate = rsHeader
+	d.rstart, d.rend = 0, 0
+	d.txOff = 0
+	for d.sendQ.size > 0 {
+		d.txFailed(e, d.sendQ.pop(), code)
+	}
+	for d.ackQ.size > 0 {
+		d.txFailed(e, d.ackQ.pop(), code)
+	}
+	for d.readQ.size > 0 {
+		d.txFailed(e, d.readQ.pop(), code)
+	}
+	for d.recvCount > 0 {
+		r := d.recvs[d.recvHead]
+		d.recvs[d.recvHead] = rxEntry{}
+		d.recvHead = (d.recvHead + 1) % queueSize
+		d.recvCount--
+		d.recvFailed(e, &r, code)
+	}
+}

@@ -1,0 +1,150 @@
+package tcp
+
+import (
+	"net"
+	"net/netip"
+	"syscall"
+	"unsafe"
+
+	"github.com/cockroachdb/errors"
+	"github.com/gofabric/gofabric/fi"
+	"golang.org/x/sys/unix"
+)
+
+// maxIOV is the most iovecs one readv or writev of the data path passes:
+// enough to gather many small queued messages into one system call.
+const maxIOV = 64
+
+// iovec is an iovec array owned by one endpoint, reused for every readv
+// and writev, so the data path does not allocate.
+type iovec struct {
+	v [maxIOV]unix.Iovec
+	n int
+}
+
+// reset empties the array.
+func (v *iovec) reset() { v.n = 0 }
+
+// full reports whether no more segments fit.
+func (v *iovec) full() bool { return v.n == maxIOV }
+
+// add appends b when it is not empty and there is room; it returns false
+// when the array is full.
+func (v *iovec) add(b []byte) bool {
+	if len(b) == 0 {
+		return true
+	}
+	if v.n == maxIOV {
+		return false
+	}
+	v.v[v.n].Base = &b[0]
+	v.v[v.n].SetLen(len(b))
+	v.n++
+	return true
+}
+
+// clear drops the references to the buffers, so the array keeps no user
+// memory alive.
+func (v *iovec) clear() {
+	for i := range v.n {
+		v.v[i].Base = nil
+	}
+	v.n = 0
+}
+
+// writev writes the segments to fd once, without blocking. It returns the
+// bytes written and a bare error: unix.EAGAIN when the socket is full,
+// the errno otherwise.
+func (v *iovec) writev(fd int) (int, error) {
+	for {
+		n, _, e := unix.Syscall(unix.SYS_WRITEV, uintptr(fd), uintptr(unsafe.Pointer(&v.v[0])), uintptr(v.n))
+		if e == unix.EINTR {
+			continue
+		}
+		if e != 0 {
+			return 0, e
+		}
+		return int(n), nil
+	}
+}
+
+// readv reads into the segments once, without blocking; like writev it
+// returns unix.EAGAIN when nothing is there. 0 bytes with a nil error is
+// the end of the stream.
+func (v *iovec) readv(fd int) (int, error) {
+	for {
+		n, _, e := unix.Syscall(unix.SYS_READV, uintptr(fd), uintptr(unsafe.Pointer(&v.v[0])), uintptr(v.n))
+		if e == unix.EINTR {
+			continue
+		}
+		if e != 0 {
+			return 0, e
+		}
+		return int(n), nil
+	}
+}
+
+// readOnce reads into b once, without blocking, with readv's results.
+func readOnce(fd int, b []byte) (int, error) {
+	for {
+		n, err := unix.Read(fd, b)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return 0, err
+		}
+		return n, nil
+	}
+}
+
+// errnoOf maps a socket error to the fi.Errno it reports: the errno for
+// the codes fi knows, fi.EIO otherwise. Bare, for the data path.
+func errnoOf(err error) fi.Errno {
+	if e, ok := err.(unix.Errno); ok {
+		if c := fi.Code(e); c != fi.EOTHER {
+			return c
+		}
+		return fi.EIO
+	}
+	return fi.Code(err)
+}
+
+// rawFD returns the descriptor of c. The data path reads and writes it
+// directly (non-blocking, under the endpoint's lock), which costs no
+// allocation and no poller lock; waits go through c's RawConn, so the
+// runtime's netpoller does the sleeping.
+func rawFD(rc syscall.RawConn) (int, error) {
+	fd := -1
+	if err := rc.Control(func(s uintptr) { fd = int(s) }); err != nil {
+		return -1, errors.Wrap(err, "tcp: socket descriptor")
+	}
+	return fd, nil
+}
+
+// sockaddrOf returns the sockaddr bytes of a TCP address (fi_getname's
+// FI_SOCKADDR_IN and FI_SOCKADDR_IN6 forms). IPv4-mapped IPv6 addresses
+// are reported as IPv4.
+func sockaddrOf(a net.Addr) []byte {
+	ta, ok := a.(*net.TCPAddr)
+	if !ok || ta == nil {
+		return nil
+	}
+	ap := ta.AddrPort()
+	ap = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+	_, b, err := fi.SockaddrFromAddrPort(ap)
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+// copyName copies name into buf with fi_getname's rule: the full length,
+// and bare fi.ETOOSMALL with a truncated copy when buf is too small.
+func copyName(buf, name []byte) (int, error) {
+	n := copy(buf, name)
+	if n < len(name) {
+		return len(name), fi.ETOOSMALL
+	}
+	return len(name), nil
+}
