@@ -23,7 +23,16 @@
 //   - unit/cntr: counter add, set, errors, waits.
 //   - unit/av: address vector insert, lookup, remove, straddr, close rules.
 //   - unit/mr: memory registration keys, descriptors, access checks, close.
+//   - cm: connection management over FI_EP_MSG (fi_cm(3)): connect and
+//     accept with private data, reject, shutdown from either or both
+//     sides and abrupt close (one eq.Shutdown per endpoint), names and
+//     ETOOSMALL, CM data size limits, backlog, refused connects, the
+//     state errors of ep.ConnState, close ordering.
+//   - msg: data transfer over a connected pair (fi_msg(3), fi_rma(3)):
+//     send and receive in every form, remote CQ data, inject, iovecs,
+//     flags, truncation (ETRUNC), order with many in flight, EAGAIN when
+//     queues fill, 1 MiB messages, selective completion, counters, and
+//     RMA read, write and error cases where the Info offers FI_RMA.
 //
-// Later groups (cm, msg, rdm, tagged, rma, multicast) join as providers
-// offer them.
+// Later groups (rdm, tagged, multicast) join as providers offer them.
 package fabtests

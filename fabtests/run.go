@@ -48,6 +48,8 @@ var groups = []group{
 	{"unit/cntr", testCntr},
 	{"unit/av", testAV},
 	{"unit/mr", testMR},
+	{"cm", testCM},
+	{"msg", testMsg},
 }
 
 // Groups returns the names of the suite's groups, in the order Run runs

@@ -151,9 +151,16 @@ func (c *Counter) check(threshold, errs uint64) error {
 // Close closes the counter (fi_close). It returns bare fi.EBUSY while
 // objects hold references (Acquire), and fi.EBADF when already closed;
 // otherwise it wakes blocked Wait calls, which return fi.EBADF.
-func (c *Counter) Close() error {
+func (c *Counter) Close() error { return c.CloseWith(nil) }
+
+// CloseWith is Close that runs release, when the counter closes, before
+// it wakes blocked waiters (see EQ.CloseWith).
+func (c *Counter) CloseWith(release func()) error {
 	if err := c.ref.BeginClose(); err != nil {
 		return err
+	}
+	if release != nil {
+		release()
 	}
 	c.h.notify()
 	return nil

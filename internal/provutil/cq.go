@@ -258,9 +258,16 @@ func (q *CQ) SRead(ctx context.Context, entries []eq.Completion) (int, error) {
 // endpoints hold references (Acquire), and fi.EBADF when already closed;
 // otherwise it wakes blocked SRead calls, which return fi.EBADF, and drops
 // queued entries.
-func (q *CQ) Close() error {
+func (q *CQ) Close() error { return q.CloseWith(nil) }
+
+// CloseWith is Close that runs release, when the queue closes, before it
+// wakes blocked readers (see EQ.CloseWith).
+func (q *CQ) CloseWith(release func()) error {
 	if err := q.ref.BeginClose(); err != nil {
 		return err
+	}
+	if release != nil {
+		release()
 	}
 	q.h.notify()
 	q.mu.Lock()

@@ -240,9 +240,17 @@ func (q *EQ) SRead(ctx context.Context) (eq.Event, error) {
 // hold references (Acquire), and fi.EBADF when already closed; otherwise it
 // wakes blocked SRead calls, which return fi.EBADF, and drops queued
 // entries.
-func (q *EQ) Close() error {
+func (q *EQ) Close() error { return q.CloseWith(nil) }
+
+// CloseWith is Close that runs release, when the queue closes, before it
+// wakes blocked readers: a provider releases its parent there, so that a
+// reader woken by the close finds the parent closable.
+func (q *EQ) CloseWith(release func()) error {
 	if err := q.ref.BeginClose(); err != nil {
 		return err
+	}
+	if release != nil {
+		release()
 	}
 	q.h.notify()
 	q.mu.Lock()

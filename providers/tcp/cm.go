@@ -71,7 +71,7 @@ func (e *endpoint) dial(ctx context.Context, local *net.TCPAddr, dest string, ms
 		return
 	}
 	conn := c.(*net.TCPConn)
-	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(aLongTimeAgo) })
+	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
 	h, err := exchangeCM(conn, msg)
 	if !stop() {
 		err = ctx.Err()

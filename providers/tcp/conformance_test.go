@@ -11,5 +11,5 @@ import (
 // vectors), as do the tests that need endpoints until they exist.
 func TestConformance(t *testing.T) {
 	cleanEnv(t)
-	fabtests.Run(t, fabtests.Config{Provider: "tcp", Groups: []string{"unit"}})
+	fabtests.Run(t, fabtests.Config{Provider: "tcp", Groups: []string{"unit", "cm", "msg"}})
 }

@@ -121,11 +121,7 @@ type completionQueue struct {
 // Close closes the queue (fi_close) as provutil.CQ.Close does, and then
 // lets the domain close.
 func (q *completionQueue) Close() error {
-	if err := q.CQ.Close(); err != nil {
-		return err
-	}
-	q.parent.Release()
-	return nil
+	return q.CQ.CloseWith(q.parent.Release)
 }
 
 // counter is a software counter that releases its domain's reference when
@@ -140,11 +136,7 @@ type counter struct {
 // Close closes the counter (fi_close) as provutil.Counter.Close does, and
 // then lets the domain close.
 func (c *counter) Close() error {
-	if err := c.Counter.Close(); err != nil {
-		return err
-	}
-	c.parent.Release()
-	return nil
+	return c.Counter.CloseWith(c.parent.Release)
 }
 
 // memRegion is a registered region that releases its domain's reference

@@ -30,24 +30,27 @@ type endpoint struct {
 	txFlags, rxFlags fi.Flags
 
 	// Completion targets, fixed at Enable.
-	txcq, rxcq     *provutil.CQ
-	txSel, rxSel   bool
-	cntr           [nCntr]*provutil.Counter
-	events         *eventQueue
-	sets           []*epSet // the queues and counters driving progress
-	enabledAt      atomic.Bool
-	closing        atomic.Bool
-	recvStalled    atomic.Bool // the receive side waits for a posted buffer or tx room
-	sendBlocked    atomic.Bool // queued sends wait for room in the socket
-	cmMu           sync.Mutex  // guards the CM fields below
-	localName      []byte      // SetName's address, or nil
-	peerName       []byte      // the peer's address once known
-	connName       []byte      // the socket's local address once connected
-	req            *connReq    // the request the endpoint was opened for
-	cancelDial     context.CancelFunc
-	cmWG           sync.WaitGroup // the connect goroutine
-	watchWG        sync.WaitGroup // the watchers' goroutines
-	rwatch, wwatch *watcher
+	txcq, rxcq   *provutil.CQ
+	txSel, rxSel bool
+	cntr         [nCntr]*provutil.Counter
+	events       *eventQueue
+	sets         []*epSet // the queues and counters driving progress
+	enabledAt    atomic.Bool
+	closing      atomic.Bool
+	recvStalled  atomic.Bool // the receive side waits for a posted buffer or tx room
+	sendBlocked  atomic.Bool // queued sends wait for room in the socket
+	cmMu         sync.Mutex  // guards the CM fields below
+	localName    []byte      // SetName's address, or nil
+	peerName     []byte      // the peer's address once known
+	connName     []byte      // the socket's local address once connected
+	req          *connReq    // the request the endpoint was opened for
+	cancelDial   context.CancelFunc
+	cmWG         sync.WaitGroup // the connect goroutine
+	// auto is the background progress of the connection, nil before it.
+	auto   atomic.Pointer[autoProgress]
+	autoWG sync.WaitGroup
+	// polls counts the application's queue reads that ran progress.
+	polls atomic.Uint64
 
 	// mu guards the data path: the socket and the transmit and receive
 	// state (progress.go).
@@ -347,7 +350,7 @@ func (e *endpoint) Close() error {
 	e.mu.Lock()
 	e.dp.shutdown(e)
 	e.mu.Unlock()
-	e.watchWG.Wait()
+	e.autoWG.Wait()
 	for _, s := range e.sets {
 		s.remove(e)
 	}
@@ -381,48 +384,9 @@ func (e *endpoint) attach(conn *net.TCPConn, codec dataCodec, want ep.CMState) b
 	if e.cs.State() != want {
 		return false
 	}
-	e.rwatch = newWatcher(conn, rc, false, &e.watchWG)
-	e.wwatch = newWatcher(conn, rc, true, &e.watchWG)
 	e.dp.attach(conn, fd, codec)
+	e.auto.Store(startAuto(e, conn, rc))
 	return true
-}
-
-// watch registers t with the watchers of the socket directions progress
-// may find work on, appending them to ws.
-func (e *endpoint) watch(t *waitToken, ws []*watcher) []*watcher {
-	e.mu.Lock()
-	r, w := e.rwatch, e.wwatch
-	live := e.dp.fd >= 0
-	e.mu.Unlock()
-	if !live || r == nil {
-		return ws
-	}
-	if !e.recvStalled.Load() && r.add(t) {
-		ws = append(ws, r)
-	}
-	if e.sendBlocked.Load() && w.add(t) {
-		ws = append(ws, w)
-	}
-	return ws
-}
-
-// signal wakes the blocked readers of every queue driving the endpoint,
-// so that they look at it again (its receive side can go on).
-func (e *endpoint) signal() {
-	if e.txcq != nil {
-		e.txcq.Signal()
-	}
-	if e.rxcq != nil {
-		e.rxcq.Signal()
-	}
-	for _, c := range e.cntr {
-		if c != nil {
-			c.Signal()
-		}
-	}
-	if e.events != nil {
-		e.events.Signal()
-	}
 }
 
 // localBind returns the address Connect binds to: SetName's, else the

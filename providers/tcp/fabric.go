@@ -109,9 +109,5 @@ type eventQueue struct {
 // Close closes the queue (fi_close) as provutil.EQ.Close does, and then
 // lets the fabric close.
 func (q *eventQueue) Close() error {
-	if err := q.EQ.Close(); err != nil {
-		return err
-	}
-	q.parent.Release()
-	return nil
+	return q.EQ.CloseWith(q.parent.Release)
 }

@@ -332,16 +332,22 @@ func (p *passiveEP) readRequest(c *net.TCPConn) {
 		info.AddrFormat = fi.FormatSockaddrIn
 	}
 	data := append([]byte(nil), h.data...)
-	if err := p.backlog.Add(r); err != nil {
+	// The request joins the backlog and leaves the sockets Close cuts in
+	// one step, so that Close either cuts it here or rejects it properly.
+	keep = true
+	p.mu.Lock()
+	err = errors.Wrap(fi.EBADF, "tcp: passive endpoint closed")
+	if !p.closed {
+		err = p.backlog.Add(r)
+	}
+	delete(p.hs, c)
+	q := p.events
+	p.mu.Unlock()
+	if err != nil {
 		p.log("tcp: refused a connection request", "peer", c.RemoteAddr(), "err", err)
-		keep = true
 		r.reject(nil)
 		return
 	}
-	keep = true
-	p.mu.Lock()
-	q := p.events
-	p.mu.Unlock()
 	_ = q.Post(&eq.ConnReq{Fid: p, Info: info, Data: data})
 }
 

@@ -243,7 +243,7 @@ func (d *dataPath) flush(e *endpoint) error {
 		n, err := d.iov.writev(d.fd)
 		d.iov.clear()
 		if err == unix.EAGAIN {
-			e.sendBlocked.Store(true)
+			e.blockSends()
 			return nil
 		}
 		if err != nil {
@@ -251,7 +251,7 @@ func (d *dataPath) flush(e *endpoint) error {
 		}
 		d.advance(e, n)
 		if n < want {
-			e.sendBlocked.Store(true)
+			e.blockSends()
 			return nil
 		}
 	}
@@ -659,9 +659,6 @@ func (d *dataPath) postRecv(e *endpoint, r *rxEntry) error {
 				return nil
 			}
 		}
-		if !e.recvStalled.Load() {
-			e.signal()
-		}
 	}
 	return nil
 }
@@ -708,14 +705,23 @@ func (d *dataPath) recvFailed(e *endpoint, r *rxEntry, code fi.Errno) {
 	}
 }
 
+// blockSends records that queued sends wait for room in the socket and
+// tells the background progress to watch for it.
+func (e *endpoint) blockSends() {
+	if !e.sendBlocked.Swap(true) {
+		if a := e.auto.Load(); a != nil {
+			a.blocked()
+		}
+	}
+}
+
 // closeSock closes the socket; the watchers' goroutines end with it.
 func (d *dataPath) closeSock(e *endpoint) {
 	if d.fd < 0 {
 		return
 	}
-	if e.rwatch != nil {
-		e.rwatch.shut()
-		e.wwatch.shut()
+	if a := e.auto.Load(); a != nil {
+		a.halt()
 	}
 	_ = d.conn.Close()
 	d.conn, d.fd = nil, -1

@@ -2,22 +2,22 @@ package tcp
 
 import (
 	"context"
-	"errors"
 	"net"
-	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // epSet is the set of endpoints whose progress a queue drives: the
 // endpoints bound to a completion queue, counter or event queue. Reading
-// the queue runs progress on each of them (manual progress from
-// fi_cq_read), and a blocked read (fi_cq_sread) sleeps on their sockets
-// through the netpoller. Adding and removing copy the slice, so progress
-// reads it with one atomic load and no lock.
+// the queue runs progress on each of them (fi_cq_read drives the data
+// path), and a reader about to block hands them to their background
+// progress. Adding and removing copy the slice, so progress reads it with
+// one atomic load and no lock.
 type epSet struct {
 	mu  sync.Mutex // serialises add and remove
 	eps atomic.Pointer[[]*endpoint]
@@ -52,151 +52,144 @@ func (s *epSet) remove(e *endpoint) {
 func (s *epSet) progress() {
 	if p := s.eps.Load(); p != nil {
 		for _, e := range *p {
+			e.polls.Add(1)
 			e.progress()
 		}
 	}
 }
 
-// wait is the queue's wait hook (provutil.WaitFunc): it returns when a
-// socket of the set may have work for progress (readable, or writable
-// while sends wait for room) or when ctx ends, which the queue arranges
-// when an entry is queued or it is signalled. An endpoint whose receive
-// side waits for a posted buffer is not watched for reading: posting the
-// buffer signals the queues instead.
+// wait is the queue's wait hook (provutil.WaitFunc), called when a reader
+// found nothing and is about to block: it tells the endpoints' background
+// progress that nobody polls them now, so that it watches their sockets at
+// once, and sleeps until the queue wakes it (an entry, a signal, the
+// reader's context).
 func (s *epSet) wait(ctx context.Context) error {
-	wctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	tok := &waitToken{wake: cancel}
-	var buf [8]*watcher
-	ws := buf[:0]
 	if p := s.eps.Load(); p != nil {
 		for _, e := range *p {
-			ws = e.watch(tok, ws)
+			if a := e.auto.Load(); a != nil {
+				a.idle()
+			}
 		}
 	}
-	<-wctx.Done()
-	for _, w := range ws {
-		w.remove(tok)
-	}
+	<-ctx.Done()
 	return nil
 }
 
-// waitToken is one blocked reader's registration with watchers.
-type waitToken struct{ wake context.CancelFunc }
+// pollWindow is how long after an application's last queue read the
+// background progress of an endpoint leaves the socket to it.
+const pollWindow = time.Millisecond
 
-// aLongTimeAgo is a deadline in the past: setting it ends a wait at once.
-var aLongTimeAgo = time.Unix(1, 0)
-
-// watcher sleeps on one direction of a connected socket on behalf of the
-// blocked readers of the queues its endpoint is bound to. It runs a
-// goroutine only while someone waits: the first registration starts it,
-// readiness (or the socket's end) wakes every registered reader and ends
-// it, and when the last reader leaves first it is cut short with a past
-// deadline. The deadline is the watcher's alone: the data path never
-// waits on the socket, it reads and writes it without blocking.
-type watcher struct {
-	write bool
-	conn  *net.TCPConn
-	rc    syscall.RawConn
-	wg    *sync.WaitGroup // the endpoint's, so Close can wait for the goroutine
-
-	mu      sync.Mutex // guards the fields below
-	toks    []*waitToken
-	running bool
-	kicked  bool // a past deadline is set to cut the wait short
-	closed  bool // the socket is gone: no more waits
-
-	// first is the state of ready, used only by the goroutine.
-	first bool
-	ready func(uintptr) bool
+// autoProgress is an endpoint's background progress (FI_PROGRESS_AUTO):
+// two goroutines, one for each direction of the socket, that move data
+// when the application does not. While the application reads its queues
+// (busy polling: every read runs progress), they only look every
+// pollWindow whether it still does, and never touch the socket, so they
+// cost the data path nothing. Once it stops (it blocks in SRead, or
+// computes, or is a passive RMA target), they sleep on the socket through
+// the runtime's netpoller and run progress when it is readable, or
+// writable while sends wait for room. They end when the socket closes.
+type autoProgress struct {
+	e    *endpoint
+	conn *net.TCPConn
+	rc   syscall.RawConn
+	// kick wakes the reader early (the application blocks); wkick the
+	// writer (sends wait for room, or the application blocks).
+	kick, wkick chan struct{}
+	stop        chan struct{}
+	once        sync.Once
 }
 
-func newWatcher(conn *net.TCPConn, rc syscall.RawConn, write bool, wg *sync.WaitGroup) *watcher {
-	w := &watcher{write: write, conn: conn, rc: rc, wg: wg}
-	w.ready = func(uintptr) bool {
-		if w.first {
-			w.first = false
-			return false // wait once through the netpoller
+func startAuto(e *endpoint, conn *net.TCPConn, rc syscall.RawConn) *autoProgress {
+	a := &autoProgress{e: e, conn: conn, rc: rc,
+		kick: make(chan struct{}, 1), wkick: make(chan struct{}, 1), stop: make(chan struct{})}
+	e.autoWG.Add(2)
+	go a.loop(false)
+	go a.loop(true)
+	return a
+}
+
+// idle reports that the application is about to block.
+func (a *autoProgress) idle() {
+	a.nudge(a.kick)
+	a.nudge(a.wkick)
+}
+
+// blocked reports that sends wait for room in the socket.
+func (a *autoProgress) blocked() { a.nudge(a.wkick) }
+
+func (a *autoProgress) nudge(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
+
+// halt ends both goroutines; the caller closes the socket, which ends a
+// wait in progress.
+func (a *autoProgress) halt() { a.once.Do(func() { close(a.stop) }) }
+
+func (a *autoProgress) loop(write bool) {
+	defer a.e.autoWG.Done()
+	kick := a.kick
+	if write {
+		kick = a.wkick
+	}
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	// ready is called by the RawConn with the poller armed: first it looks
+	// whether the socket is ready already (arming forgets an earlier
+	// readiness notice, so only a look at the socket tells), and if not
+	// it makes the RawConn wait once.
+	events := int16(unix.POLLIN | unix.POLLRDHUP)
+	if write {
+		events = unix.POLLOUT
+	}
+	first := false
+	ready := func(fd uintptr) bool {
+		if !first {
+			return true
 		}
-		return true
+		first = false
+		pfd := [1]unix.PollFd{{Fd: int32(fd), Events: events}}
+		n, err := unix.Poll(pfd[:], 0)
+		return err != nil || n > 0
 	}
-	return w
-}
-
-// add registers t and starts the goroutine if it is not running. It
-// returns false once the socket is gone.
-func (w *watcher) add(t *waitToken) bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.closed {
-		return false
-	}
-	w.toks = append(w.toks, t)
-	if !w.running {
-		w.running = true
-		w.wg.Add(1)
-		go w.loop()
-	}
-	return true
-}
-
-// remove unregisters t; when nobody is left waiting it cuts the wait short.
-func (w *watcher) remove(t *waitToken) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.toks = slices.DeleteFunc(w.toks, func(x *waitToken) bool { return x == t })
-	if len(w.toks) == 0 && w.running && !w.kicked {
-		w.kicked = true
-		_ = w.setDeadline(aLongTimeAgo)
-	}
-}
-
-func (w *watcher) setDeadline(t time.Time) error {
-	if w.write {
-		return w.conn.SetWriteDeadline(t)
-	}
-	return w.conn.SetReadDeadline(t)
-}
-
-func (w *watcher) loop() {
-	defer w.wg.Done()
 	for {
-		w.first = true
-		var err error
-		if w.write {
-			err = w.rc.Write(w.ready)
-		} else {
-			err = w.rc.Read(w.ready)
-		}
-		timeout := errors.Is(err, os.ErrDeadlineExceeded)
-		w.mu.Lock()
-		if w.kicked {
-			w.kicked = false
-			_ = w.setDeadline(time.Time{})
-		}
-		if err != nil && !timeout {
-			w.closed = true
-		}
-		if !timeout {
-			for _, t := range w.toks {
-				t.wake()
+		if write && !a.e.sendBlocked.Load() {
+			select {
+			case <-kick:
+				continue
+			case <-a.stop:
+				return
 			}
-			clear(w.toks)
-			w.toks = w.toks[:0]
 		}
-		if len(w.toks) == 0 || w.closed {
-			w.running = false
-			w.mu.Unlock()
+		// Leave the socket to an application that polls.
+		seen := a.e.polls.Load()
+		timer.Reset(pollWindow)
+		select {
+		case <-timer.C:
+			if a.e.polls.Load() != seen {
+				continue
+			}
+		case <-kick:
+			timer.Stop()
+		case <-a.stop:
+			timer.Stop()
 			return
 		}
-		w.mu.Unlock()
+		seen = a.e.polls.Load()
+		first = true
+		var err error
+		if write {
+			err = a.rc.Write(ready)
+		} else {
+			err = a.rc.Read(ready)
+		}
+		if err != nil {
+			return // the socket is closed
+		}
+		if a.e.polls.Load() == seen {
+			a.e.progress()
+		}
 	}
-}
-
-// shut marks the socket gone; the running goroutine, if any, ends when the
-// socket closes.
-func (w *watcher) shut() {
-	w.mu.Lock()
-	w.closed = true
-	w.mu.Unlock()
 }
