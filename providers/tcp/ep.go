@@ -2,6 +2,7 @@ package tcp
 
 import (
 	"context"
+	"golang.org/x/sys/unix"
 	"net"
 	"net/netip"
 	"sync"
@@ -359,16 +360,16 @@ func (e *endpoint) Close() error {
 	return nil
 }
 
-// attach makes conn the endpoint's connection: it is called with the CM
-// exchange done, before the endpoint is marked connected. It returns
-// false, leaving conn to the caller, when the endpoint was shut down or
-// closed meanwhile (want is the state the attempt must still be in).
+// attach makes conn's socket the endpoint's connection: it is called with
+// the CM exchange done, before the endpoint is marked connected. The
+// endpoint keeps a duplicate of the descriptor outside the runtime's
+// netpoller and closes conn: polled sockets must not wake the netpoller's
+// thread for every message (see autoProgress). It returns false, leaving
+// conn to the caller, when the endpoint was shut down or closed meanwhile
+// (want is the state the attempt must still be in) or the descriptor
+// cannot be duplicated.
 func (e *endpoint) attach(conn *net.TCPConn, codec dataCodec, want ep.CMState) bool {
 	rc, err := conn.SyscallConn()
-	if err != nil {
-		return false
-	}
-	fd, err := rawFD(rc)
 	if err != nil {
 		return false
 	}
@@ -384,8 +385,20 @@ func (e *endpoint) attach(conn *net.TCPConn, codec dataCodec, want ep.CMState) b
 	if e.cs.State() != want {
 		return false
 	}
-	e.dp.attach(conn, fd, codec)
-	e.auto.Store(startAuto(e, conn, rc))
+	fd, err := dupFD(rc)
+	if err != nil {
+		fi.Logger(provName).Warn("tcp: cannot take over the connection's socket", "err", err)
+		return false
+	}
+	a, err := startAuto(e, fd)
+	if err != nil {
+		fi.Logger(provName).Warn("tcp: cannot start background progress", "err", err)
+		_ = unix.Close(fd)
+		return false
+	}
+	_ = conn.Close() // the duplicate keeps the connection open
+	e.dp.attach(fd, codec)
+	e.auto.Store(a)
 	return true
 }
 

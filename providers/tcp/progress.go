@@ -1,7 +1,6 @@
 package tcp
 
 import (
-	"net"
 	"reflect"
 
 	"github.com/gofabric/gofabric/eq"
@@ -129,7 +128,6 @@ const (
 )
 
 type dataPath struct {
-	conn  *net.TCPConn
 	fd    int
 	codec dataCodec
 	iov   iovec
@@ -171,8 +169,8 @@ func (d *dataPath) init() {
 	}
 }
 
-func (d *dataPath) attach(conn *net.TCPConn, fd int, codec dataCodec) {
-	d.conn, d.fd, d.codec = conn, fd, codec
+func (d *dataPath) attach(fd int, codec dataCodec) {
+	d.fd, d.codec = fd, codec
 	d.rbuf = make([]byte, rbufSize)
 }
 
@@ -723,8 +721,8 @@ func (d *dataPath) closeSock(e *endpoint) {
 	if a := e.auto.Load(); a != nil {
 		a.halt()
 	}
-	_ = d.conn.Close()
-	d.conn, d.fd = nil, -1
+	_ = unix.Close(d.fd)
+	d.fd = -1
 	e.recvStalled.Store(false)
 	e.sendBlocked.Store(false)
 }

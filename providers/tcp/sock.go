@@ -54,7 +54,8 @@ func (v *iovec) clear() {
 
 // writev writes the segments to fd once, without blocking. It returns the
 // bytes written and a bare error: unix.EAGAIN when the socket is full,
-// the errno otherwise.
+// the errno otherwise. (A scheduler-visible call: a large write keeps the
+// kernel busy a while.)
 func (v *iovec) writev(fd int) (int, error) {
 	for {
 		n, _, e := unix.Syscall(unix.SYS_WRITEV, uintptr(fd), uintptr(unsafe.Pointer(&v.v[0])), uintptr(v.n))
@@ -85,16 +86,21 @@ func (v *iovec) readv(fd int) (int, error) {
 }
 
 // readOnce reads into b once, without blocking, with readv's results.
+// The socket is non-blocking, so the call returns at once: a raw system
+// call, without the scheduler's bookkeeping for calls that may block.
 func readOnce(fd int, b []byte) (int, error) {
+	if len(b) == 0 {
+		return 0, unix.EINVAL
+	}
 	for {
-		n, err := unix.Read(fd, b)
-		if err == unix.EINTR {
+		n, _, e := unix.RawSyscall(unix.SYS_READ, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
+		if e == unix.EINTR {
 			continue
 		}
-		if err != nil {
-			return 0, err
+		if e != 0 {
+			return 0, e
 		}
-		return n, nil
+		return int(n), nil
 	}
 }
 
@@ -110,14 +116,18 @@ func errnoOf(err error) fi.Errno {
 	return fi.Code(err)
 }
 
-// rawFD returns the descriptor of c. The data path reads and writes it
-// directly (non-blocking, under the endpoint's lock), which costs no
-// allocation and no poller lock; waits go through c's RawConn, so the
-// runtime's netpoller does the sleeping.
-func rawFD(rc syscall.RawConn) (int, error) {
-	fd := -1
-	if err := rc.Control(func(s uintptr) { fd = int(s) }); err != nil {
-		return -1, errors.Wrap(err, "tcp: socket descriptor")
+// dupFD returns a duplicate of the socket behind rc (close-on-exec, and
+// non-blocking like the original: the flag belongs to the shared open
+// file). The data path reads and writes it directly, under the endpoint's
+// lock, without allocating.
+func dupFD(rc syscall.RawConn) (int, error) {
+	fd, serr := -1, error(nil)
+	err := rc.Control(func(s uintptr) { fd, serr = unix.FcntlInt(s, unix.F_DUPFD_CLOEXEC, 0) })
+	if err == nil {
+		err = serr
+	}
+	if err != nil {
+		return -1, errors.Wrapf(fi.Code(err), "tcp: duplicate socket: %v", err)
 	}
 	return fd, nil
 }

@@ -2,7 +2,7 @@ package tcp
 
 import (
 	"context"
-	"net"
+	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -79,90 +79,113 @@ func (s *epSet) wait(ctx context.Context) error {
 // background progress of an endpoint leaves the socket to it.
 const pollWindow = time.Millisecond
 
-// autoProgress is an endpoint's background progress (FI_PROGRESS_AUTO):
-// two goroutines, one for each direction of the socket, that move data
-// when the application does not. While the application reads its queues
-// (busy polling: every read runs progress), they only look every
-// pollWindow whether it still does, and never touch the socket, so they
-// cost the data path nothing. Once it stops (it blocks in SRead, or
-// computes, or is a passive RMA target), they sleep on the socket through
-// the runtime's netpoller and run progress when it is readable, or
-// writable while sends wait for room. They end when the socket closes.
+// autoProgress is an endpoint's background progress (FI_PROGRESS_AUTO): a
+// goroutine that moves data when the application does not.
+//
+// While the application reads its queues (busy polling: every read runs
+// progress) the goroutine only looks every pollWindow whether it still
+// does; the socket is then in no epoll set that anyone waits on, so an
+// arriving message wakes no thread (on these 2-vCPU guests waking the
+// netpoller's idle thread for every message would double the latency).
+// Once the application stops (it blocks in SRead, computes, or is a
+// passive RMA target), the goroutine arms the socket, one-shot, in an
+// epoll instance of its own, which sits in the runtime's netpoller, and
+// sleeps there; when the socket is readable (or writable while sends wait
+// for room) it runs progress. It ends when the endpoint's socket closes.
 type autoProgress struct {
 	e    *endpoint
-	conn *net.TCPConn
-	rc   syscall.RawConn
-	// kick wakes the reader early (the application blocks); wkick the
-	// writer (sends wait for room, or the application blocks).
-	kick, wkick chan struct{}
-	stop        chan struct{}
-	once        sync.Once
+	fd   int      // the endpoint's socket
+	epfd int      // the private epoll instance (os.File.Fd would make it blocking)
+	epf  *os.File // the same, as the netpoller knows it
+	eprc syscall.RawConn
+	// armed is set while the socket is armed in the epoll instance.
+	armed atomic.Bool
+	kick  chan struct{} // wakes the goroutine early: the application blocks
+	stop  chan struct{}
+	// mu orders arm against halt, so that no epoll_ctl reaches a closed
+	// (and maybe reused) descriptor.
+	mu     sync.Mutex
+	halted bool
+	evs    [1]unix.EpollEvent
 }
 
-func startAuto(e *endpoint, conn *net.TCPConn, rc syscall.RawConn) *autoProgress {
-	a := &autoProgress{e: e, conn: conn, rc: rc,
-		kick: make(chan struct{}, 1), wkick: make(chan struct{}, 1), stop: make(chan struct{})}
-	e.autoWG.Add(2)
-	go a.loop(false)
-	go a.loop(true)
-	return a
+func startAuto(e *endpoint, fd int) (*autoProgress, error) {
+	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		return nil, err
+	}
+	if err := unix.SetNonblock(epfd, true); err != nil {
+		unix.Close(epfd)
+		return nil, err
+	}
+	// Registered disarmed: one-shot with no events.
+	if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: unix.EPOLLONESHOT, Fd: int32(fd)}); err != nil {
+		unix.Close(epfd)
+		return nil, err
+	}
+	f := os.NewFile(uintptr(epfd), "tcp-progress") // non-blocking: goes to the netpoller
+	rc, err := f.SyscallConn()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	a := &autoProgress{e: e, fd: fd, epfd: epfd, epf: f, eprc: rc, kick: make(chan struct{}, 1), stop: make(chan struct{})}
+	e.autoWG.Add(1)
+	go a.loop()
+	return a, nil
 }
 
 // idle reports that the application is about to block.
 func (a *autoProgress) idle() {
-	a.nudge(a.kick)
-	a.nudge(a.wkick)
-}
-
-// blocked reports that sends wait for room in the socket.
-func (a *autoProgress) blocked() { a.nudge(a.wkick) }
-
-func (a *autoProgress) nudge(c chan struct{}) {
 	select {
-	case c <- struct{}{}:
+	case a.kick <- struct{}{}:
 	default:
 	}
 }
 
-// halt ends both goroutines; the caller closes the socket, which ends a
-// wait in progress.
-func (a *autoProgress) halt() { a.once.Do(func() { close(a.stop) }) }
-
-func (a *autoProgress) loop(write bool) {
-	defer a.e.autoWG.Done()
-	kick := a.kick
-	if write {
-		kick = a.wkick
+// blocked reports that sends wait for room in the socket: an armed socket
+// is re-armed to report writability too.
+func (a *autoProgress) blocked() {
+	if a.armed.Load() {
+		a.arm()
 	}
+}
+
+func (a *autoProgress) arm() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.halted {
+		return
+	}
+	ev := uint32(unix.EPOLLIN | unix.EPOLLRDHUP | unix.EPOLLONESHOT)
+	if a.e.sendBlocked.Load() {
+		ev |= unix.EPOLLOUT
+	}
+	_ = unix.EpollCtl(a.epfd, unix.EPOLL_CTL_MOD, a.fd, &unix.EpollEvent{Events: ev, Fd: int32(a.fd)})
+}
+
+// halt ends the goroutine; the caller closes the socket after it.
+func (a *autoProgress) halt() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !a.halted {
+		a.halted = true
+		close(a.stop)
+		a.epf.Close()
+	}
+}
+
+func (a *autoProgress) loop() {
+	defer a.e.autoWG.Done()
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
-	// ready is called by the RawConn with the poller armed: first it looks
-	// whether the socket is ready already (arming forgets an earlier
-	// readiness notice, so only a look at the socket tells), and if not
-	// it makes the RawConn wait once.
-	events := int16(unix.POLLIN | unix.POLLRDHUP)
-	if write {
-		events = unix.POLLOUT
-	}
-	first := false
-	ready := func(fd uintptr) bool {
-		if !first {
-			return true
-		}
-		first = false
-		pfd := [1]unix.PollFd{{Fd: int32(fd), Events: events}}
-		n, err := unix.Poll(pfd[:], 0)
-		return err != nil || n > 0
+	// ready takes the socket's event, if there is one; the RawConn waits
+	// on the epoll instance until there is.
+	ready := func(epfd uintptr) bool {
+		n, _ := unix.EpollWait(int(epfd), a.evs[:], 0)
+		return n > 0
 	}
 	for {
-		if write && !a.e.sendBlocked.Load() {
-			select {
-			case <-kick:
-				continue
-			case <-a.stop:
-				return
-			}
-		}
 		// Leave the socket to an application that polls.
 		seen := a.e.polls.Load()
 		timer.Reset(pollWindow)
@@ -171,22 +194,19 @@ func (a *autoProgress) loop(write bool) {
 			if a.e.polls.Load() != seen {
 				continue
 			}
-		case <-kick:
+		case <-a.kick:
 			timer.Stop()
 		case <-a.stop:
 			timer.Stop()
 			return
 		}
 		seen = a.e.polls.Load()
-		first = true
-		var err error
-		if write {
-			err = a.rc.Write(ready)
-		} else {
-			err = a.rc.Read(ready)
-		}
+		a.armed.Store(true)
+		a.arm()
+		err := a.eprc.Read(ready)
+		a.armed.Store(false)
 		if err != nil {
-			return // the socket is closed
+			return // halted
 		}
 		if a.e.polls.Load() == seen {
 			a.e.progress()

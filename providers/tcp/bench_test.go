@@ -1,0 +1,80 @@
+package tcp_test
+
+import (
+	"testing"
+
+	"github.com/gofabric/gofabric/eq"
+	"github.com/gofabric/gofabric/fi"
+)
+
+// BenchmarkPingPong measures one round trip of a message between two
+// connected endpoints of one process, each side busy-polling its CQ as
+// fi_pingpong does (64 B: injected, no send completion).
+func BenchmarkPingPong(b *testing.B) {
+	for _, size := range []int{64, 4096, 1 << 20} {
+		b.Run(sizeName(size), func(b *testing.B) {
+			cleanEnv(b)
+			p := connectPair(b)
+			defer p.close(b)
+			b.SetBytes(int64(2 * size))
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				echo(p.server, size, b.N)
+			}()
+			echo(p.client, size, -b.N)
+			<-done
+		})
+	}
+}
+
+func sizeName(n int) string {
+	switch {
+	case n >= 1<<20:
+		return "1MiB"
+	case n >= 1<<10:
+		return "4KiB"
+	}
+	return "64B"
+}
+
+// echo runs n round trips on s: the client (n < 0) sends first.
+func echo(s side, size, n int) {
+	buf := make([]byte, size)
+	rbuf := make([]byte, size)
+	var comp [1]eq.Completion
+	m := s.msg()
+	client := n < 0
+	if client {
+		n = -n
+	}
+	wait := func() {
+		for {
+			if k, _ := s.cq.Read(comp[:]); k > 0 {
+				return
+			}
+		}
+	}
+	send := func() {
+		if size < 128 {
+			for m.Inject(buf, fi.AddrUnspec) != nil {
+			}
+			return
+		}
+		for m.Send(buf, nil, fi.AddrUnspec, nil) != nil {
+		}
+		wait()
+	}
+	_ = m.Recv(rbuf, nil, fi.AddrUnspec, nil)
+	for range n {
+		if client {
+			send()
+			wait()
+			_ = m.Recv(rbuf, nil, fi.AddrUnspec, nil)
+		} else {
+			wait()
+			_ = m.Recv(rbuf, nil, fi.AddrUnspec, nil)
+			send()
+		}
+	}
+}
