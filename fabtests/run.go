@@ -2,6 +2,7 @@ package fabtests
 
 import (
 	"context"
+	"os"
 	"slices"
 	"testing"
 	"time"
@@ -63,7 +64,8 @@ func Groups() []string {
 }
 
 // Run runs the conformance suite against cfg.Provider. It checks after
-// each group that the group left no goroutine behind.
+// each group that the group left no goroutine and no open file descriptor
+// behind (the latter where /proc/self/fd exists).
 func Run(t *testing.T, cfg Config) {
 	t.Helper()
 	require.NotEmpty(t, cfg.Provider, "fabtests: Config.Provider is required")
@@ -74,18 +76,62 @@ func Run(t *testing.T, cfg Config) {
 		cfg.Timeout = 10 * time.Second
 	}
 	s := &suite{cfg: cfg}
+	warmNetpoller(t)
 	for _, g := range groups {
 		if !s.selected(g.name) {
 			continue
 		}
 		t.Run(g.name, func(t *testing.T) {
 			ignore := goleak.IgnoreCurrent()
+			fds := openFDs(t)
 			g.run(t, s)
 			if !t.Failed() && !t.Skipped() {
 				goleak.VerifyNone(t, ignore)
+				if fds != nil {
+					require.Empty(t, newFDs(fds, openFDs(t)), "file descriptors the group left open")
+				}
 			}
 		})
 	}
+}
+
+// warmNetpoller makes the runtime open its netpoller descriptors before
+// the first count, so that they are not taken for a leak.
+func warmNetpoller(t *testing.T) {
+	r, w, err := os.Pipe()
+	require.NoError(t, err)
+	require.NoError(t, r.SetReadDeadline(time.Now()))
+	r.Close()
+	w.Close()
+}
+
+// openFDs returns the open descriptors and what they refer to, or nil
+// where /proc/self/fd does not exist.
+func openFDs(t testing.TB) map[string]string {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return nil
+	}
+	fds := make(map[string]string, len(ents))
+	for _, e := range ents {
+		target, err := os.Readlink("/proc/self/fd/" + e.Name())
+		if err == nil { // the directory's own descriptor is gone by now
+			fds[e.Name()] = target
+		}
+	}
+	return fds
+}
+
+// newFDs lists the descriptors of after that are not in before.
+func newFDs(before, after map[string]string) []string {
+	var out []string
+	for fd, target := range after {
+		if before[fd] != target {
+			out = append(out, fd+" -> "+target)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // suite carries the configuration through the groups.
