@@ -131,11 +131,10 @@ func (e *endpoint) post(a *txArgs, kind txKind) error {
 		t.rlen = n
 	}
 	if inject {
-		k := 0
 		for _, b := range a.iov[:a.niov] {
-			k += copy(t.buf[k:], b)
+			t.hdrLen += copy(t.hdr[t.hdrLen:], b)
 		}
-		t.iov[0], t.niov = t.buf[:k], 1
+		t.niov = 0
 	} else {
 		t.iov, t.niov = a.iov, a.niov
 	}

@@ -24,6 +24,9 @@ const (
 	// buffer is drained is read straight into its destination.
 	rbufSize   = 64 << 10
 	directRead = 4 << 10
+	// rawWriteMax is the largest write issued as a raw system call: small
+	// writes return within microseconds, so the scheduler need not know.
+	rawWriteMax = 16 << 10
 )
 
 // txKind is what a transmit entry carries.
@@ -52,8 +55,9 @@ type txEntry struct {
 	cqFlags fi.Flags
 	niov    int
 	iov     [iovLimit][]byte // payload, or txRead's destination
-	hdr     [maxDataHeaderSize]byte
-	buf     [injectSize]byte // injected payload
+	// hdr holds the header, and after it an injected payload: small
+	// messages go out as one contiguous segment.
+	hdr [maxDataHeaderSize + injectSize]byte
 }
 
 // segments appends the entry's unsent bytes, from offset off, to v.
@@ -238,7 +242,7 @@ func (d *dataPath) flush(e *endpoint) error {
 			}
 			want += t.total - off
 		}
-		n, err := d.iov.writev(d.fd)
+		n, err := d.iov.writev(d.fd, want <= rawWriteMax)
 		d.iov.clear()
 		if err == unix.EAGAIN {
 			e.blockSends()

@@ -54,11 +54,18 @@ func (v *iovec) clear() {
 
 // writev writes the segments to fd once, without blocking. It returns the
 // bytes written and a bare error: unix.EAGAIN when the socket is full,
-// the errno otherwise. (A scheduler-visible call: a large write keeps the
-// kernel busy a while.)
-func (v *iovec) writev(fd int) (int, error) {
+// the errno otherwise. raw issues it as a raw system call, for small
+// writes; a large one keeps the kernel busy a while, and the scheduler is
+// told.
+func (v *iovec) writev(fd int, raw bool) (int, error) {
 	for {
-		n, _, e := unix.Syscall(unix.SYS_WRITEV, uintptr(fd), uintptr(unsafe.Pointer(&v.v[0])), uintptr(v.n))
+		var n uintptr
+		var e unix.Errno
+		if raw {
+			n, _, e = unix.RawSyscall(unix.SYS_WRITEV, uintptr(fd), uintptr(unsafe.Pointer(&v.v[0])), uintptr(v.n))
+		} else {
+			n, _, e = unix.Syscall(unix.SYS_WRITEV, uintptr(fd), uintptr(unsafe.Pointer(&v.v[0])), uintptr(v.n))
+		}
 		if e == unix.EINTR {
 			continue
 		}
