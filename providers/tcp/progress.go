@@ -22,7 +22,7 @@ const (
 	// rbufSize is the receive staging buffer: small messages arrive many
 	// to a read; a payload larger than directRead still missing when the
 	// buffer is drained is read straight into its destination.
-	rbufSize   = 64 << 10
+	rbufSize   = 8 << 10
 	directRead = 4 << 10
 	// rawWriteMax is the largest write issued as a raw system call: small
 	// writes return within microseconds, so the scheduler need not know.
