@@ -400,18 +400,24 @@ func (d *dataPath) fill(need int) (bool, error) {
 		d.rend = copy(d.rbuf, d.rbuf[d.rstart:d.rend])
 		d.rstart = 0
 	}
-	n, err := readOnce(d.fd, d.rbuf[d.rend:])
-	if err == unix.EAGAIN {
-		return false, nil
-	}
-	if err != nil {
-		return false, errnoOf(err)
-	}
-	if n == 0 {
-		return false, errPeerClosed
-	}
+	n, err := readResult(readOnce(d.fd, d.rbuf[d.rend:]))
 	d.rend += n
-	return true, nil
+	return n > 0, err
+}
+
+// readResult maps a non-blocking read's result: bytes read, or 0 and nil
+// when the socket had nothing, or an error (errPeerClosed at the end of
+// the stream).
+func readResult(n int, err error) (int, error) {
+	switch {
+	case err == unix.EAGAIN:
+		return 0, nil
+	case err != nil:
+		return 0, errnoOf(err)
+	case n == 0:
+		return 0, errPeerClosed
+	}
+	return n, nil
 }
 
 // place moves staged payload bytes to their destination, or drops them
@@ -470,19 +476,10 @@ func (d *dataPath) readDirect() (bool, error) {
 		d.iov.add(b)
 		left -= len(b)
 	}
-	n, err := d.iov.readv(d.fd)
+	n, err := readResult(d.iov.readv(d.fd))
 	d.iov.clear()
-	if err == unix.EAGAIN {
-		return false, nil
-	}
-	if err != nil {
-		return false, errnoOf(err)
-	}
-	if n == 0 {
-		return false, errPeerClosed
-	}
 	d.consumed(n)
-	return true, nil
+	return n > 0, err
 }
 
 // setDst points the destination cursor at iov, for n payload bytes.

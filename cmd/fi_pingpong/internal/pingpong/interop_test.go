@@ -231,33 +231,69 @@ func TestInteropDgram(t *testing.T) {
 				cargs := append([]string{"-p", "udp", "-e", "dgram"}, tt.args...)
 				o, err := ParseOptions(append([]string{"-e", "dgram"}, tt.args...), &bytes.Buffer{})
 				require.NoError(t, err)
-				var out, errb bytes.Buffer
-				var c *cProcess
-				if goClient {
-					port := freePort(t)
-					c = startC(t, append(cargs, "-B", strconv.Itoa(int(port)))...)
-					o.Server, o.SrcPort = "127.0.0.1", 0
-					err = RunCtrl(context.Background(), o, dialC(t, port), &udpTransport{}, &out, &errb)
-				} else {
-					ctrl, lerr := ListenCtrl(context.Background(), 0, false, func(a net.Addr) {
-						c = startC(t, append(cargs, "-P", strconv.Itoa(a.(*net.TCPAddr).Port), "127.0.0.1")...)
-					})
-					require.NoError(t, lerr)
-					err = RunCtrl(context.Background(), o, ctrl, &udpTransport{}, &out, &errb)
-				}
-				require.NoError(t, err)
-				require.Equal(t, 0, c.wait(t), "C stderr: %s", c.stderr.String())
-				goRows, cRows := rows(t, out.String()), rows(t, c.stdout.String())
-				require.Len(t, goRows, tt.sizes)
-				require.Len(t, cRows, tt.sizes)
-				for i := range goRows {
-					// bytes, #sent, #ack and total agree; the timings differ.
-					require.Equal(t, cRows[i][:4], goRows[i][:4])
-					require.Equal(t, "="+goRows[i][1], goRows[i][2])
-				}
+				runInterop(t, o, cargs, goClient, func() Transport { return &udpTransport{} }, tt.sizes)
 			})
 		}
 	}
+}
+
+// runInterop runs the Go side with options o and a transport from newT
+// against the C tool started with cargs, the Go side as client or server,
+// and checks that both printed the same sizes rows.
+func runInterop(t *testing.T, o *Options, cargs []string, goClient bool, newT func() Transport, sizes int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	var c *cProcess
+	var err error
+	if goClient {
+		port := freePort(t)
+		c = startC(t, append(cargs, "-B", strconv.Itoa(int(port)))...)
+		o.Server, o.SrcPort = "127.0.0.1", 0
+		ctrl := dialC(t, port)
+		err = runBounded(t, 2*time.Minute, c, func() error {
+			return RunCtrl(context.Background(), o, ctrl, newT(), &out, &errb)
+		})
+	} else {
+		ctrl, lerr := ListenCtrl(context.Background(), 0, false, func(a net.Addr) {
+			c = startC(t, append(cargs, "-P", strconv.Itoa(a.(*net.TCPAddr).Port), "127.0.0.1")...)
+		})
+		require.NoError(t, lerr)
+		err = runBounded(t, 2*time.Minute, c, func() error {
+			return RunCtrl(context.Background(), o, ctrl, newT(), &out, &errb)
+		})
+	}
+	require.NoError(t, err, "Go stderr: %s", errb.String())
+	require.Equal(t, 0, c.wait(t), "C stdout: %s\nC stderr: %s", c.stdout.String(), c.stderr.String())
+	goRows, cRows := rows(t, out.String()), rows(t, c.stdout.String())
+	require.Len(t, goRows, sizes)
+	require.Len(t, cRows, sizes)
+	for i := range goRows {
+		// bytes, #sent, #ack and total agree; the timings differ.
+		require.Equal(t, cRows[i][:4], goRows[i][:4])
+		require.Equal(t, "="+goRows[i][1], goRows[i][2])
+	}
+}
+
+// runBounded runs the Go side and waits for it at most limit. When it takes
+// longer, it kills the C peer, which ends the Go side's busy-polling waits
+// (the connection goes down), and fails the test.
+func runBounded(t *testing.T, limit time.Duration, c *cProcess, run func() error) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- run() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(limit):
+	}
+	_ = c.cmd.Process.Kill()
+	select {
+	case err := <-done:
+		t.Fatalf("the Go side did not finish in %v (C peer killed; then it returned %v)", limit, err)
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the Go side did not finish in %v, nor after the C peer was killed", limit)
+	}
+	return nil
 }
 
 // TestInteropDgramCheckFails sends the C server a wrong second ping: the C
