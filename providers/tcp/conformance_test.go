@@ -6,9 +6,9 @@ import (
 	"github.com/gofabric/gofabric/fabtests"
 )
 
-// TestConformance runs the conformance suite's unit groups on the
-// provider. The AV groups skip (FI_EP_MSG domains have no address
-// vectors), as do the tests that need endpoints until they exist.
+// TestConformance runs the conformance suite's unit, cm and msg groups on
+// the provider; only the AV group skips (FI_EP_MSG domains have no address
+// vectors).
 func TestConformance(t *testing.T) {
 	cleanEnv(t)
 	fabtests.Run(t, fabtests.Config{Provider: "tcp", Groups: []string{"unit", "cm", "msg"}})
