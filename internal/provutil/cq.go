@@ -3,6 +3,7 @@ package provutil
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cockroachdb/errors"
 	"github.com/gofabric/gofabric/eq"
@@ -45,6 +46,9 @@ type CQ struct {
 
 	mu sync.Mutex // guards q
 	q  ring[cqEntry]
+	// queued mirrors q.len(), written with mu held, so that a read of an
+	// empty queue (a busy-polling loop's common case) takes no lock.
+	queued atomic.Int64
 }
 
 // cqEntry is a completion with its source or, when err is set, an error
@@ -166,6 +170,7 @@ func (q *CQ) push(e cqEntry, bounded bool) error {
 		return fi.EAGAIN
 	}
 	q.q.push(e)
+	q.queued.Store(int64(q.q.len()))
 	q.mu.Unlock()
 	q.h.notify()
 	return nil
@@ -193,6 +198,9 @@ func (q *CQ) read(entries []eq.Completion, src []fi.Addr) (int, error) {
 		return 0, fi.EBADF
 	}
 	q.h.runProgress()
+	if q.queued.Load() == 0 {
+		return 0, fi.EAGAIN
+	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.q.len() == 0 {
@@ -210,6 +218,7 @@ func (q *CQ) read(entries []eq.Completion, src []fi.Addr) (int, error) {
 		}
 		q.q.drop()
 	}
+	q.queued.Store(int64(q.q.len()))
 	if n == 0 && len(entries) > 0 {
 		return 0, fi.EAVAIL
 	}
@@ -229,7 +238,9 @@ func (q *CQ) ReadErr() (*eq.CQError, error) {
 	if q.q.len() == 0 || q.q.front().err == nil {
 		return nil, fi.EAGAIN
 	}
-	return q.q.pop().err, nil
+	e := q.q.pop().err
+	q.queued.Store(int64(q.q.len()))
+	return e, nil
 }
 
 // SRead is the blocking Read (fi_cq_sread). It waits without spinning for
@@ -272,6 +283,7 @@ func (q *CQ) CloseWith(release func()) error {
 	q.h.notify()
 	q.mu.Lock()
 	q.q.reset()
+	q.queued.Store(0)
 	q.mu.Unlock()
 	return nil
 }

@@ -4,11 +4,14 @@
 //
 //	import _ "github.com/gofabric/gofabric/providers/all"
 //
-// It registers tcp (FI_EP_MSG over TCP sockets). It reads no environment
+// It registers shm (FI_EP_RDM over shared memory) and tcp (FI_EP_MSG over
+// TCP sockets). It reads no environment
 // variables itself; each provider's doc lists the ones it reads.
 package all
 
 import (
+	// shm registers "shm": RDM endpoints between processes of one host.
+	_ "github.com/gofabric/gofabric/providers/shm"
 	// tcp registers "tcp" (libfabric 1.17's tcp provider, fi_tcp(7)).
 	_ "github.com/gofabric/gofabric/providers/tcp"
 )

@@ -1,0 +1,377 @@
+package shm
+
+import (
+	"math/bits"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/cockroachdb/errors"
+	"github.com/gofabric/gofabric/ep"
+	"github.com/gofabric/gofabric/eq"
+	"github.com/gofabric/gofabric/fi"
+	"github.com/gofabric/gofabric/internal/provutil"
+	"golang.org/x/sys/unix"
+)
+
+// endpoint is a reliable unconnected endpoint (struct fid_ep; FI_EP_RDM,
+// fi_endpoint(3), fi_msg(3), fi_tagged(3), fi_rma(3)). Its inbox is a
+// region named after the endpoint; a peer it sends to is reached through
+// the peer's region, where it claims an entry on first use. Safe for
+// concurrent use.
+type endpoint struct {
+	domain           *domain
+	info             *fi.Info
+	bind             provutil.Bindings
+	txFlags, rxFlags fi.Flags
+	closed           atomic.Bool
+	enabled          atomic.Bool
+	// noCMA is FI_SHM_DISABLE_CMA as the endpoint opened.
+	noCMA bool
+	// busy is set while the data path has work besides its rings
+	// (answers to send, entries streaming or waiting for answers);
+	// adopted mirrors the inbox entries being served. Both let progress
+	// skip the lock when there is nothing to do.
+	busy    atomic.Bool
+	adopted atomic.Uint64
+	idle    atomic.Uint32
+
+	nameMu sync.Mutex // guards name and region before Enable
+	name   string
+	region *region
+	bell   *doorbell
+	ringer *ringer
+	// probe is a word peers read with process_vm_readv to learn whether
+	// cross-memory attach works from them to us.
+	probe *[2]uint64
+
+	// Fixed at Enable.
+	av           *provutil.AV
+	txcq, rxcq   *provutil.CQ
+	txSel, rxSel bool
+	cntr         [nCntr]*provutil.Counter
+	sets         []*epSet
+
+	// mu guards the data path: the state in dataPath.
+	mu sync.Mutex
+	dp dataPath
+}
+
+// Counter slots.
+const (
+	cntSend = iota
+	cntRecv
+	cntRead
+	cntWrite
+	cntRemoteRead
+	cntRemoteWrite
+	nCntr
+)
+
+var cntrFlag = [nCntr]fi.Flags{fi.FlagSend, fi.FlagRecv, fi.FlagRead, fi.FlagWrite, fi.FlagRemoteRead, fi.FlagRemoteWrite}
+
+var (
+	_ ep.Endpoint = (*endpoint)(nil)
+	_ ep.Namer    = (*endpoint)(nil)
+	_ ep.Msg      = (*endpoint)(nil)
+	_ ep.Tagged   = (*endpoint)(nil)
+	_ ep.RMA      = (*endpoint)(nil)
+	_ ep.Opener   = (*domain)(nil)
+)
+
+// names counts the default names this process gave out.
+var names atomic.Int64
+
+// OpenEndpoint opens an RDM endpoint (fi_endpoint) and creates its inbox,
+// named by info's source address; the default name "fi_shm://<pid>" gets
+// a "_<n>" suffix for the second endpoint of a process and later ones.
+func (d *domain) OpenEndpoint(info *fi.Info) (ep.Endpoint, error) {
+	if info == nil {
+		info = d.info
+	}
+	if info.EPAttr != nil && info.EPAttr.Type != fi.EPTypeUnspec && info.EPAttr.Type != fi.EPTypeRDM {
+		return nil, errors.Wrapf(fi.EINVAL, "shm: open endpoint: ep type %v not supported (offers FI_EP_RDM)", info.EPAttr.Type)
+	}
+	if err := d.acquire("open endpoint"); err != nil {
+		return nil, err
+	}
+	e := &endpoint{domain: d, info: info.Clone(), probe: new([2]uint64)}
+	if e.info.EPAttr == nil {
+		e.info.EPAttr = &fi.EPAttr{}
+	}
+	e.info.EPAttr.Type = fi.EPTypeRDM
+	if e.info.Caps == 0 {
+		e.info.Caps = infoCaps
+	}
+	if e.info.TxAttr != nil {
+		e.txFlags = e.info.TxAttr.OpFlags
+	}
+	if e.info.RxAttr != nil {
+		e.rxFlags = e.info.RxAttr.OpFlags
+	}
+	e.bind.Init(e.info)
+	e.dp.init()
+	e.noCMA = cmaDisabled()
+	e.probe[0], e.probe[1] = probeMagic, uint64(os.Getpid())<<32|uint64(names.Add(1))
+	name := string(e.info.SrcAddr)
+	if name == "" {
+		name = defaultName()
+	}
+	if err := e.open(name); err != nil {
+		d.ref.Release()
+		return nil, err
+	}
+	return e, nil
+}
+
+// probeMagic marks the probe word.
+const probeMagic = 0x70726f6265736d21
+
+// open creates the inbox and doorbell of name (a taken default name gets
+// a suffix).
+func (e *endpoint) open(name string) error {
+	if err := checkName([]byte(name)); err != nil {
+		return err
+	}
+	cleanStale()
+	base := name
+	for n := 1; ; n++ {
+		r, err := createRegion(name)
+		if fi.Code(err) == fi.EADDRINUSE && base == defaultName() && n < 1<<16 {
+			name = base + "_" + strconv.Itoa(n)
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		b, err := newDoorbell(name)
+		if err != nil {
+			r.close()
+			return err
+		}
+		g, err := newRinger()
+		if err != nil {
+			b.close()
+			r.close()
+			return err
+		}
+		e.name, e.region, e.bell, e.ringer = name, r, b, g
+		return nil
+	}
+}
+
+// Info returns the Info the endpoint was opened with.
+func (e *endpoint) Info() *fi.Info { return e.info }
+
+// Name copies the endpoint's name ("fi_shm://...") into buf (fi_getname),
+// with the ETOOSMALL rule of ep.Namer.
+func (e *endpoint) Name(buf []byte) (int, error) {
+	e.nameMu.Lock()
+	name := e.name
+	e.nameMu.Unlock()
+	n := copy(buf, name)
+	if n < len(name) {
+		return len(name), fi.ETOOSMALL
+	}
+	return n, nil
+}
+
+// SetName renames the endpoint before Enable (fi_setname): its inbox is
+// created anew under the name.
+func (e *endpoint) SetName(addr []byte) error {
+	if err := checkName(addr); err != nil {
+		return err
+	}
+	if e.enabled.Load() {
+		return errors.Wrap(fi.EOPBADSTATE, "shm: setname: endpoint already enabled")
+	}
+	e.nameMu.Lock()
+	defer e.nameMu.Unlock()
+	if e.closed.Load() {
+		return errors.Wrap(fi.EBADF, "shm: setname: endpoint closed")
+	}
+	old, oldBell, oldRinger := e.region, e.bell, e.ringer
+	if err := e.open(string(addr)); err != nil {
+		return err
+	}
+	old.close()
+	oldBell.close()
+	oldRinger.close()
+	return nil
+}
+
+// Bind binds an AV, completion queue or counter of this provider
+// (fi_ep_bind).
+func (e *endpoint) Bind(obj fi.Fid, flags fi.Flags) error {
+	switch obj.(type) {
+	case *addrVector, *completionQueue, *counter, *eventQueue:
+	case nil:
+		return errors.Wrap(fi.EINVAL, "shm: bind: nil object")
+	default:
+		return errors.Wrapf(fi.EINVAL, "shm: bind: %T is not an shm AV, completion queue, counter or event queue", obj)
+	}
+	if e.closed.Load() {
+		return errors.Wrap(fi.EBADF, "shm: bind: endpoint closed")
+	}
+	return e.bind.Bind(obj, flags)
+}
+
+// Enable checks the bindings (fi_enable: an AV and a CQ or counter per
+// direction) and attaches the endpoint to its queues.
+func (e *endpoint) Enable() error {
+	if e.closed.Load() {
+		return errors.Wrap(fi.EBADF, "shm: enable: endpoint closed")
+	}
+	if err := e.bind.CheckEnable(); err != nil {
+		return err
+	}
+	e.nameMu.Lock()
+	defer e.nameMu.Unlock()
+	if e.enabled.Load() {
+		return nil
+	}
+	b := &e.bind
+	e.av = b.AV.(*addrVector).AV
+	if q, ok := b.TxCQ.(*completionQueue); ok {
+		e.txcq, e.txSel = q.CQ, b.TxSelective
+		e.sets = append(e.sets, &q.eps)
+	}
+	if q, ok := b.RxCQ.(*completionQueue); ok {
+		e.rxcq, e.rxSel = q.CQ, b.RxSelective
+		if b.RxCQ != b.TxCQ {
+			e.sets = append(e.sets, &q.eps)
+		}
+	}
+	for i, f := range cntrFlag {
+		if c, ok := b.Counters[f].(*counter); ok {
+			e.cntr[i] = c.Counter
+			e.sets = append(e.sets, &c.eps)
+		}
+	}
+	for _, s := range e.sets {
+		s.add(e)
+	}
+	e.enabled.Store(true)
+	return nil
+}
+
+// Cancel cancels the posted receive with context ctx (fi_cancel); it
+// completes with an fi.ECANCELED error entry. Other operations cannot be
+// cancelled: fi.ENOENT.
+func (e *endpoint) Cancel(ctx any) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.dp.cancelRecv(e, ctx) {
+		return nil
+	}
+	return fi.ENOENT
+}
+
+// Close closes the endpoint (fi_close): its peers are told it leaves,
+// pending operations complete with fi.ECANCELED error entries, its inbox
+// file and doorbell are removed, and it lets go of its AV, queues,
+// counters and domain. A second Close returns fi.EBADF.
+func (e *endpoint) Close() error {
+	if e.closed.Swap(true) {
+		return errors.Wrap(fi.EBADF, "shm: close endpoint: already closed")
+	}
+	e.mu.Lock()
+	if e.enabled.Load() {
+		e.dp.shutdown(e)
+	}
+	e.mu.Unlock()
+	for _, s := range e.sets {
+		s.remove(e)
+	}
+	e.nameMu.Lock()
+	e.region.close()
+	e.bell.close()
+	e.ringer.close()
+	e.nameMu.Unlock()
+	e.bind.Release()
+	e.domain.ref.Release()
+	return nil
+}
+
+// progress runs the data path once: the progress hook of the queues the
+// endpoint is bound to. With nothing in its rings and nothing pending it
+// returns after a few atomic loads, taking no lock: the common case of a
+// busy-polling loop. Every 64Ki idle polls it runs anyway, to notice
+// peers that died.
+func (e *endpoint) progress() {
+	if !e.busy.Load() && !e.inputWaiting() && e.idle.Add(1)&0xffff != 0 {
+		return
+	}
+	e.mu.Lock()
+	e.dp.progress(e)
+	e.busy.Store(e.dp.pending())
+	e.mu.Unlock()
+}
+
+// inputWaiting reports whether a peer claimed an entry of the inbox that
+// is not served yet, or a served entry's ring holds a slot. It reads only
+// shared words, without the lock.
+func (e *endpoint) inputWaiting() bool {
+	r := e.region
+	active := r.word64(hActive).Load()
+	if active != e.adopted.Load() {
+		return true
+	}
+	for active != 0 {
+		i := bits.TrailingZeros64(active)
+		active &^= 1 << i
+		off := pageSize + i*entrySize
+		if r.word64(off+pTail).Load() != r.word64(off+pHead).Load() {
+			return true
+		}
+	}
+	return false
+}
+
+// sleep prepares to block: it sets the inbox's sleeping word, so that
+// senders ring the doorbell, and reports whether anything arrived
+// meanwhile (then the caller must not sleep).
+func (e *endpoint) sleep() (busy bool) {
+	e.region.word32(hSleeping).Store(1)
+	e.mu.Lock()
+	busy = e.dp.anyInput(e)
+	e.mu.Unlock()
+	if busy {
+		e.region.word32(hSleeping).Store(0)
+	}
+	return busy
+}
+
+// wake clears the sleeping word.
+func (e *endpoint) wake() { e.region.word32(hSleeping).Store(0) }
+
+// ringPeer rings p's doorbell if its owner sleeps.
+func (e *endpoint) ringPeer(p *peer) {
+	if p.r.word32(hSleeping).Load() != 0 {
+		e.ringer.ring(&p.bell)
+	}
+}
+
+// unixAddr is the doorbell address of a peer.
+func unixAddr(name string) unix.SockaddrUnix { return unix.SockaddrUnix{Name: bellAddr(name)} }
+
+// complete queues a successful completion and counts it.
+func (e *endpoint) completeTx(ctx any, flags fi.Flags, report bool, cnt int) {
+	if report && e.txcq != nil {
+		_ = e.txcq.CompleteOverflow(eq.Completion{Context: ctx, Flags: flags}, fi.AddrUnspec)
+	}
+	if c := e.cntr[cnt]; c != nil {
+		_ = c.Add(1)
+	}
+}
+
+// failTx queues an error entry and counts it.
+func (e *endpoint) failTx(ctx any, flags fi.Flags, cnt int, code fi.Errno, inject bool) {
+	if !inject && e.txcq != nil {
+		_ = e.txcq.CompleteErr(&eq.CQError{Context: ctx, Flags: flags, Err: code})
+	}
+	if c := e.cntr[cnt]; c != nil {
+		_ = c.AddErr(1)
+	}
+}

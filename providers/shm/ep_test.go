@@ -1,0 +1,146 @@
+package shm_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/gofabric/gofabric/ep"
+	"github.com/gofabric/gofabric/eq"
+	"github.com/gofabric/gofabric/fi"
+	_ "github.com/gofabric/gofabric/providers/shm"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+)
+
+// node is one endpoint with its objects.
+type node struct {
+	fabric fi.Fabric
+	domain fi.Domain
+	av     fi.AV
+	cq     eq.CompletionQueue
+	ep     ep.Endpoint
+	name   []byte
+}
+
+func shmHints() *fi.Info {
+	h := (*fi.Info)(nil).Clone()
+	h.FabricAttr.ProvName = "shm"
+	h.EPAttr.Type = fi.EPTypeRDM
+	return h
+}
+
+func openNode(t testing.TB) *node {
+	t.Helper()
+	infos, err := fi.GetInfo(context.Background(), "", "", 0, shmHints())
+	require.NoError(t, err)
+	n := &node{}
+	n.fabric, err = fi.OpenFabric(infos[0])
+	require.NoError(t, err)
+	n.domain, err = n.fabric.OpenDomain(infos[0])
+	require.NoError(t, err)
+	n.av, err = fi.OpenAV(n.domain, &fi.AVAttr{Type: fi.AVTable})
+	require.NoError(t, err)
+	n.cq, err = eq.OpenCQ(n.domain, &eq.CQAttr{Format: eq.FormatTagged})
+	require.NoError(t, err)
+	n.ep, err = ep.Open(n.domain, infos[0])
+	require.NoError(t, err)
+	require.NoError(t, n.ep.Bind(n.av, 0))
+	require.NoError(t, n.ep.Bind(n.cq, fi.FlagSend|fi.FlagRecv))
+	require.NoError(t, n.ep.Enable())
+	buf := make([]byte, 128)
+	k, err := n.ep.(ep.Namer).Name(buf)
+	require.NoError(t, err)
+	n.name = buf[:k]
+	return n
+}
+
+func (n *node) close(t testing.TB) {
+	t.Helper()
+	require.NoError(t, n.ep.Close())
+	require.NoError(t, n.cq.Close())
+	require.NoError(t, n.av.Close())
+	require.NoError(t, n.domain.Close())
+	require.NoError(t, n.fabric.Close())
+}
+
+func (n *node) insert(t testing.TB, name []byte) fi.Addr {
+	t.Helper()
+	a, err := n.av.Insert([][]byte{name}, 0)
+	require.NoError(t, err)
+	return a[0]
+}
+
+// pollAll reads one completion from n, progressing every node meanwhile.
+func pollAll(t testing.TB, n *node, all ...*node) (eq.Completion, fi.Addr) {
+	t.Helper()
+	var c [1]eq.Completion
+	var src [1]fi.Addr
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, o := range all {
+			if o != n {
+				_, _ = o.cq.Read(nil)
+			}
+		}
+		k, err := n.cq.ReadFrom(c[:], src[:])
+		if k == 1 {
+			return c[0], src[0]
+		}
+		if err == fi.EAVAIL {
+			e, _ := n.cq.ReadErr()
+			t.Fatalf("error completion: %v", e)
+		}
+	}
+	t.Fatal("no completion within 10 s")
+	return eq.Completion{}, 0
+}
+
+func TestSendRecvSizes(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	for _, cma := range []string{"0", "1"} {
+		t.Run("disable_cma="+cma, func(t *testing.T) {
+			t.Setenv("FI_SHM_DISABLE_CMA", cma)
+			a, b := openNode(t), openNode(t)
+			defer a.close(t)
+			defer b.close(t)
+			require.NotEqual(t, a.name, b.name)
+			toB := a.insert(t, b.name)
+			fromA := b.insert(t, a.name)
+			for _, size := range []int{0, 1, 64, 192, 193, 4096, 70000, 1 << 20} {
+				payload := bytes.Repeat([]byte{byte(size)}, size)
+				for i := range payload {
+					payload[i] = byte(i * 7)
+				}
+				rbuf := make([]byte, size+10)
+				require.NoError(t, b.ep.(ep.Msg).Recv(rbuf, nil, fi.AddrUnspec, "r"))
+				require.NoError(t, a.ep.(ep.Msg).SendData(payload, nil, uint64(size), toB, "s"))
+				c, src := pollAll(t, b, a, b)
+				require.Equal(t, "r", c.Context)
+				require.Equal(t, size, c.Len)
+				require.Equal(t, uint64(size), c.Data)
+				require.Equal(t, fi.FlagRecv|fi.FlagMsg|fi.FlagRemoteCQData, c.Flags)
+				require.Equal(t, fromA, src)
+				require.Equal(t, payload, rbuf[:size])
+				c, _ = pollAll(t, a, a, b)
+				require.Equal(t, "s", c.Context)
+			}
+		})
+	}
+	// This process's endpoints are named after its pid.
+	matches, _ := filepath.Glob(filepath.Join("/dev/shm", "gofabric-shm."+itoa(os.Getuid())+"."+itoa(os.Getpid())+"*"))
+	require.Empty(t, matches, "regions left behind")
+}
+
+func itoa(n int) string {
+	b := []byte{}
+	for {
+		b = append([]byte{byte('0' + n%10)}, b...)
+		if n /= 10; n == 0 {
+			return string(b)
+		}
+	}
+}

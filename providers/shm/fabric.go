@@ -1,0 +1,80 @@
+package shm
+
+import (
+	"github.com/cockroachdb/errors"
+	"github.com/gofabric/gofabric/eq"
+	"github.com/gofabric/gofabric/fi"
+	"github.com/gofabric/gofabric/internal/provutil"
+)
+
+// fabric is the shm fabric (struct fid_fabric): every process of this
+// host and user. Safe for concurrent use.
+type fabric struct {
+	// ref counts the domains and event queues opened on the fabric.
+	ref  provutil.Ref
+	attr fi.FabricAttr
+}
+
+var (
+	_ fi.Fabric   = (*fabric)(nil)
+	_ eq.EQOpener = (*fabric)(nil)
+)
+
+// OpenFabric opens the fabric "shm" (fi_fabric).
+func (provider) OpenFabric(attr *fi.FabricAttr) (fi.Fabric, error) {
+	if attr == nil {
+		return nil, errors.Wrap(fi.EINVAL, "shm: open fabric: nil attributes")
+	}
+	if attr.Name != "" && attr.Name != provName {
+		return nil, errors.Wrapf(fi.ENODATA, "shm: open fabric: no fabric %q (the one fabric is %q)", attr.Name, provName)
+	}
+	f := &fabric{attr: *attr}
+	f.attr.Fabric = nil
+	f.attr.Name, f.attr.ProvName, f.attr.ProvVersion = provName, provName, provVersion
+	if f.attr.APIVersion == 0 {
+		f.attr.APIVersion = fi.APIVersion
+	}
+	return f, nil
+}
+
+// Close closes the fabric (fi_close): bare fi.EBUSY while domains or
+// event queues are open, fi.EBADF once closed.
+func (f *fabric) Close() error { return f.ref.BeginClose() }
+
+// OpenDomain opens the domain "shm" (fi_domain).
+func (f *fabric) OpenDomain(info *fi.Info) (fi.Domain, error) {
+	if info == nil || info.DomainAttr == nil {
+		return nil, errors.Wrap(fi.EINVAL, "shm: open domain: info has no domain attributes")
+	}
+	if info.EPAttr != nil && info.EPAttr.Type != fi.EPTypeUnspec && info.EPAttr.Type != fi.EPTypeRDM {
+		return nil, errors.Wrapf(fi.EINVAL, "shm: open domain: ep type %v not supported (offers FI_EP_RDM)", info.EPAttr.Type)
+	}
+	if err := f.ref.Acquire(); err != nil {
+		return nil, errors.Wrap(err, "shm: open domain: fabric closed")
+	}
+	return &domain{fabric: f, info: info.Clone(), mrs: provutil.NewMRTable(mrMode)}, nil
+}
+
+// OpenEQ opens an event queue (fi_eq_open). RDM endpoints report no
+// connection events; the queue serves AV and MR events of applications
+// that bind one.
+func (f *fabric) OpenEQ(attr *eq.Attr) (eq.EventQueue, error) {
+	if err := f.ref.Acquire(); err != nil {
+		return nil, errors.Wrap(err, "shm: open eq: fabric closed")
+	}
+	q, err := provutil.NewEQ(attr)
+	if err != nil {
+		f.ref.Release()
+		return nil, err
+	}
+	return &eventQueue{EQ: q, parent: &f.ref}, nil
+}
+
+// eventQueue releases its fabric when it closes.
+type eventQueue struct {
+	*provutil.EQ
+	parent *provutil.Ref
+}
+
+// Close closes the queue (fi_close) and lets the fabric close.
+func (q *eventQueue) Close() error { return q.EQ.CloseWith(q.parent.Release) }

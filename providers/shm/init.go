@@ -1,0 +1,158 @@
+package shm
+
+import (
+	"context"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/cockroachdb/errors"
+	"github.com/gofabric/gofabric/fi"
+	"github.com/gofabric/gofabric/internal/provutil"
+)
+
+// provName is the provider's name, libfabric's.
+const provName = "shm"
+
+// provVersion is the provider's version, as C 1.17's.
+var provVersion = fi.MakeVersion(117, 0)
+
+// addrPrefix starts every endpoint name (FI_ADDR_STR).
+const addrPrefix = "fi_shm://"
+
+// Attributes of the entry.
+const (
+	infoCaps = fi.CapMsg | fi.CapRMA | fi.CapTagged | fi.CapRead | fi.CapWrite | fi.CapRecv | fi.CapSend |
+		fi.CapRemoteRead | fi.CapRemoteWrite | fi.CapRMAEvent | fi.CapSource | fi.CapDirectedRecv
+	txCaps = fi.CapMsg | fi.CapRMA | fi.CapTagged | fi.CapRead | fi.CapWrite | fi.CapSend
+	rxCaps = fi.CapMsg | fi.CapRMA | fi.CapTagged | fi.CapRecv | fi.CapRemoteRead | fi.CapRemoteWrite |
+		fi.CapRMAEvent | fi.CapSource | fi.CapDirectedRecv
+
+	// injectSize is the largest Inject: what fits in a slot.
+	injectSize = inlineMax
+	// queueSize is the transmit and receive queue depth.
+	queueSize = 1024
+	iovLimit  = 4
+	// rmaIOVLimit: one remote segment per RMA operation.
+	rmaIOVLimit = 1
+	cqDataSize  = 8
+)
+
+// mrMode: keys are the application's, RMA addresses are offsets into the
+// region (no FI_MR_VIRT_ADDR, so Go programs need no pointer arithmetic).
+const mrMode fi.MRMode = 0
+
+func newEntry() *fi.Info {
+	return &fi.Info{
+		Caps:       infoCaps,
+		AddrFormat: fi.FormatStr,
+		TxAttr: &fi.TxAttr{
+			Caps: txCaps, MsgOrder: fi.OrderSAS, CompOrder: fi.OrderNone,
+			InjectSize: injectSize, Size: queueSize, IOVLimit: iovLimit, RMAIOVLimit: rmaIOVLimit,
+		},
+		RxAttr: &fi.RxAttr{
+			Caps: rxCaps, MsgOrder: fi.OrderSAS, CompOrder: fi.OrderStrict,
+			Size: queueSize, IOVLimit: iovLimit,
+		},
+		EPAttr: &fi.EPAttr{
+			Type: fi.EPTypeRDM, Protocol: fi.ProtoSHM, ProtocolVersion: 1,
+			MaxMsgSize: math.MaxInt, MemTagFormat: 0xaaaaaaaaaaaaaaaa,
+			TxCtxCnt: 1, RxCtxCnt: 1,
+		},
+		DomainAttr: &fi.DomainAttr{
+			Name: provName, Threading: fi.ThreadSafe,
+			ControlProgress: fi.ProgressAuto, DataProgress: fi.ProgressManual,
+			ResourceMgmt: fi.RMEnabled, AVType: fi.AVUnspec, MRMode: mrMode,
+			MRKeySize: 8, CQDataSize: cqDataSize, CQCnt: 1024, EPCnt: 256,
+			TxCtxCnt: 1024, RxCtxCnt: 1024, MaxEPTxCtx: 1, MaxEPRxCtx: 1, MRIOVLimit: 1,
+		},
+		FabricAttr: &fi.FabricAttr{Name: provName, ProvName: provName, ProvVersion: provVersion, APIVersion: fi.APIVersion},
+	}
+}
+
+// provider is the shm provider (struct fi_provider "shm").
+type provider struct{}
+
+func init() { fi.Register(provider{}) }
+
+var _ fi.Provider = provider{}
+
+// Name returns "shm".
+func (provider) Name() string { return provName }
+
+// Version returns the provider version, 117.0 as C 1.17's.
+func (provider) Version() fi.Version { return provVersion }
+
+// GetInfo returns the provider's one FI_EP_RDM entry (fi_getinfo). Its
+// source address is "fi_shm://<pid>", or, with FI_SOURCE, the name that
+// node and service make ("fi_shm://node:service", "fi_shm://node",
+// "fi_shm://service"); without FI_SOURCE they name the destination. A
+// name must be at most 64 bytes of letters, digits and ".:_-".
+func (provider) GetInfo(ctx context.Context, node, service string, flags fi.Flags, hints *fi.Info) ([]*fi.Info, error) {
+	if _, err := os.Stat(shmDir); err != nil {
+		return nil, declined(shmDir + " is not available: " + err.Error())
+	}
+	e := newEntry()
+	e.SrcAddr = []byte(defaultName())
+	if node != "" || service != "" {
+		name := addrPrefix + strings.Trim(node+":"+service, ":")
+		if err := checkName([]byte(name)); err != nil {
+			return nil, err
+		}
+		if flags&fi.FlagSource != 0 {
+			e.SrcAddr = []byte(name)
+		} else {
+			e.DestAddr = []byte(name)
+		}
+	}
+	h := hints.Clone()
+	if hints != nil {
+		if len(hints.SrcAddr) > 0 {
+			if err := checkName(hints.SrcAddr); err != nil {
+				return nil, err
+			}
+			e.SrcAddr = append([]byte(nil), hints.SrcAddr...)
+		}
+		if len(hints.DestAddr) > 0 {
+			if err := checkName(hints.DestAddr); err != nil {
+				return nil, err
+			}
+			e.DestAddr = append([]byte(nil), hints.DestAddr...)
+		}
+		h.SrcAddr, h.DestAddr = nil, nil
+	}
+	out, err := provutil.MatchInfo(ctx, provName, []*fi.Info{e}, "", "", 0, h)
+	if err != nil {
+		return nil, err
+	}
+	for _, i := range out {
+		i.SrcAddr, i.DestAddr = e.SrcAddr, e.DestAddr
+	}
+	return out, nil
+}
+
+func declined(reason string) error {
+	return &fi.NoMatchError{Reasons: []fi.ProviderReason{{Provider: provName, Reason: reason}}}
+}
+
+// defaultName is the process's default endpoint name, as C's.
+func defaultName() string { return addrPrefix + strconv.Itoa(os.Getpid()) }
+
+// checkName validates an endpoint name.
+func checkName(b []byte) error {
+	s := string(b)
+	if !strings.HasPrefix(s, addrPrefix) {
+		return errors.Wrapf(fi.EINVAL, "shm: address %q does not start with %q", s, addrPrefix)
+	}
+	key := s[len(addrPrefix):]
+	if key == "" || len(s) > maxNameLen {
+		return errors.Wrapf(fi.EINVAL, "shm: address %q: want 1 to %d bytes after the prefix", s, maxNameLen-len(addrPrefix))
+	}
+	for _, c := range key {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune(".:_-", c)) {
+			return errors.Wrapf(fi.EINVAL, "shm: address %q: only letters, digits and .:_- may follow the prefix", s)
+		}
+	}
+	return nil
+}

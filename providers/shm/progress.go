@@ -1,0 +1,1024 @@
+package shm
+
+import (
+	"math/bits"
+	"reflect"
+	"time"
+
+	"github.com/gofabric/gofabric/eq"
+	"github.com/gofabric/gofabric/fi"
+	"golang.org/x/sys/unix"
+)
+
+// The data path of an endpoint, all under its mu: outbound connections to
+// peers' inboxes, the inbound entries of its own inbox, transmit entries
+// waiting for answers or streaming, posted receives, unexpected messages
+// and answers to send. Nothing here blocks or allocates once an endpoint
+// has met its peers.
+
+const (
+	ackQSize      = 256
+	slotsPerVisit = 64                     // slots taken from one peer per progress call
+	checkEvery    = 100 * time.Millisecond // how often progress looks for dead peers
+)
+
+// txKind is the kind of a transmit entry.
+type txKind uint8
+
+const (
+	txSend txKind = iota
+	txTSend
+	txWrite
+	txRead
+)
+
+// txEntry is an operation that needs more than one slot or an answer: a
+// CMA or SAR message, an RMA operation, or a message queued behind one.
+type txEntry struct {
+	kind    txKind
+	peer    *peer
+	iov     [iovLimit][]byte
+	niov    int
+	size    int
+	ctx     any
+	cqFlags fi.Flags
+	report  bool
+	inject  bool
+	cnt     int
+	tag     uint64
+	data    uint64
+	cqData  bool
+	key     uint64 // RMA
+	addr    uint64 // RMA: remote offset
+	idx     int32
+	gen     uint32
+	// Progress of the operation.
+	sent   int  // bytes handed over (SAR chunks, RMA pieces)
+	hdr    bool // the first slot is out
+	acks   int  // answers outstanding
+	err    fi.Errno
+	inline [inlineMax]byte // an injected payload
+}
+
+// rxEntry is a posted receive.
+type rxEntry struct {
+	iov         [iovLimit][]byte
+	niov, size  int
+	ctx         any
+	tag, ignore uint64
+	src         fi.Addr
+	tagged      bool
+	report      bool
+}
+
+// unexEntry is a message that arrived before its receive: its header,
+// its inline payload or CMA segments, and where it came from.
+type unexEntry struct {
+	h    slotHeader
+	in   int
+	pid  int
+	src  fi.Addr
+	segs [maxCMAIOV][2]uint64
+	data [inlineMax]byte
+}
+
+// ackEntry is an answer waiting for room in a peer's ring.
+type ackEntry struct {
+	in     int
+	msgID  uint64
+	status uint32
+	off    uint64
+	n      int
+	data   [inlineMax]byte
+}
+
+// peer is an outbound connection: an entry claimed in a peer's inbox.
+type peer struct {
+	name  string
+	nameb []byte
+	r     *region
+	idx   int
+	q     *txRing
+	bell  unix.SockaddrUnix
+	out   []int32 // transmit entries with slots still to send, in order
+	busy  int     // entries waiting for this peer's answers
+	chunk uint64  // next SAR chunk number
+}
+
+// inbound is the owner's view of an entry of its inbox.
+type inbound struct {
+	active bool
+	q      rxRing
+	name   string
+	nameb  []byte
+	pid    int
+	cma    bool // we may read and write the peer's memory
+	reply  *peer
+	// A SAR message being received.
+	sar      bool
+	sarRecv  rxEntry
+	sarSize  int
+	sarGot   int
+	sarH     slotHeader
+	sarSrc   fi.Addr
+	sarPlace int // bytes placed in the buffer
+}
+
+type dataPath struct {
+	peers    map[string]*peer
+	plist    []*peer // the peers, for iteration
+	ins      [maxPeers]inbound
+	tx       [queueSize]txEntry
+	txFree   []int32
+	recvs    []rxEntry // posted untagged receives, in order
+	trecvs   []rxEntry // posted tagged receives, in order
+	unexPool [queueSize]unexEntry
+	unexFree []int32
+	unexp    []int32 // unexpected untagged messages, in order
+	tunexp   []int32 // unexpected tagged messages, in order
+	acks     [ackQSize]ackEntry
+	ackHead  int
+	ackN     int
+	cma      cmaIOV
+	polls    uint32
+	checked  time.Time
+}
+
+func (d *dataPath) init() {
+	d.peers = make(map[string]*peer)
+	d.txFree = make([]int32, queueSize)
+	d.unexFree = make([]int32, queueSize)
+	for i := range queueSize {
+		d.tx[i].idx = int32(i)
+		d.txFree[i] = int32(queueSize - 1 - i)
+		d.unexFree[i] = int32(queueSize - 1 - i)
+	}
+	d.recvs = make([]rxEntry, 0, queueSize)
+	d.trecvs = make([]rxEntry, 0, queueSize)
+	d.unexp = make([]int32, 0, queueSize)
+	d.tunexp = make([]int32, 0, queueSize)
+}
+
+// progress moves everything as far as it goes without blocking.
+func (d *dataPath) progress(e *endpoint) {
+	d.receive(e)
+	d.flushAcks(e)
+	for _, p := range d.plist {
+		if len(p.out) > 0 {
+			d.pushOut(e, p)
+		}
+	}
+	if d.polls++; d.polls&1023 == 0 {
+		if now := time.Now(); now.Sub(d.checked) >= checkEvery {
+			d.checked = now
+			d.checkPeers(e)
+		}
+	}
+}
+
+// pending reports whether anything but the rings needs progress.
+func (d *dataPath) pending() bool {
+	if d.ackN > 0 {
+		return true
+	}
+	for _, p := range d.plist {
+		if len(p.out) > 0 || p.busy > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// anyInput reports whether a ring holds a slot or answers wait: a reader
+// about to sleep must run progress first.
+func (d *dataPath) anyInput(e *endpoint) bool {
+	active := e.region.word64(hActive).Load()
+	for i := range maxPeers {
+		if active&(1<<i) == 0 {
+			continue
+		}
+		in := &d.ins[i]
+		if !in.active {
+			return true
+		}
+		if s, _ := in.q.front(); s != nil {
+			return true
+		}
+	}
+	return d.ackN > 0
+}
+
+// ---- outbound ----
+
+// peerFor returns the connection to the endpoint at dest, connecting on
+// first use. It returns bare fi.EAGAIN while the peer's inbox does not
+// exist (the peer may start later) or has no free entry, and fi.EINVAL
+// for an address the AV does not hold.
+func (d *dataPath) peerFor(e *endpoint, dest fi.Addr) (*peer, error) {
+	name, ok := e.av.Addr(dest)
+	if !ok {
+		return nil, fi.EINVAL
+	}
+	if p := d.peers[string(name)]; p != nil {
+		return p, nil
+	}
+	return d.connect(e, string(name))
+}
+
+// connect claims an entry in the inbox of name.
+func (d *dataPath) connect(e *endpoint, name string) (*peer, error) {
+	r, err := openRegion(name)
+	if err != nil {
+		return nil, fi.EAGAIN
+	}
+	pid := uint32(unix.Getpid())
+	for i := range maxPeers {
+		off := pageSize + i*entrySize
+		if !r.word32(off+pClaim).CompareAndSwap(0, pid) {
+			continue
+		}
+		ent := r.entry(i)
+		clear(ent[pName : pName+maxNameLen])
+		copy(ent[pName:], e.name)
+		r.word64(off + pPID).Store(uint64(pid))
+		r.word64(off + pNonce).Store(e.region.nonce())
+		r.word64(off + pProbe).Store(bufAddr64(e.probe))
+		r.word64(off + pProbeVal).Store(e.probe[1])
+		r.word32(off + pCMA).Store(0)
+		p := &peer{name: name, nameb: []byte(name), r: r, idx: i, q: newTxRing(r, i), bell: unixAddr(name)}
+		r.word32(off + pReady).Store(1)
+		for {
+			old := r.word64(hActive).Load()
+			if r.word64(hActive).CompareAndSwap(old, old|1<<i) {
+				break
+			}
+		}
+		p.out = make([]int32, 0, queueSize)
+		d.peers[name] = p
+		d.plist = append(d.plist, p)
+		return p, nil
+	}
+	r.close()
+	return nil, fi.EAGAIN
+}
+
+// cmaOK reports whether the peer may read and write our memory (it probed
+// it): large messages then go by CMA, else through the bounce buffers.
+func (p *peer) cmaOK() bool { return p.r.word32(pageSize+p.idx*entrySize+pCMA).Load() == cmaYes }
+
+// disconnect says goodbye to a peer and unmaps its inbox.
+func (d *dataPath) disconnect(e *endpoint, p *peer, bye bool) {
+	if bye && p.r.ownerAlive() {
+		if s := p.q.reserve(); s != nil {
+			h := slotHeader{op: opBye}
+			h.put(s)
+			p.q.commit()
+			e.ringPeer(p)
+		}
+	}
+	delete(d.peers, p.name)
+	for k, x := range d.plist {
+		if x == p {
+			d.plist = append(d.plist[:k], d.plist[k+1:]...)
+			break
+		}
+	}
+	p.r.close()
+	for i := range d.ins {
+		if d.ins[i].reply == p {
+			d.ins[i].reply = nil
+		}
+	}
+}
+
+// pushOut sends what queued entries still have to send, in order.
+func (d *dataPath) pushOut(e *endpoint, p *peer) {
+	for len(p.out) > 0 {
+		t := &d.tx[p.out[0]]
+		if !d.pushEntry(e, p, t) {
+			return
+		}
+		copy(p.out, p.out[1:])
+		p.out = p.out[:len(p.out)-1]
+		if t.acks == 0 {
+			d.finish(e, t)
+		}
+	}
+}
+
+// pushEntry sends the slots of t that fit; it reports true once all are
+// out.
+func (d *dataPath) pushEntry(e *endpoint, p *peer, t *txEntry) bool {
+	defer e.ringPeer(p)
+	switch t.kind {
+	case txSend, txTSend:
+		op := byte(opMsg)
+		if t.kind == txTSend {
+			op = opTagged
+		}
+		h := slotHeader{op: op, size: uint64(t.size), tag: t.tag, data: t.data, msgID: d.msgID(t)}
+		if t.cqData {
+			h.flags = flagCQData
+		}
+		if t.size <= inlineMax {
+			s := p.q.reserve()
+			if s == nil {
+				return false
+			}
+			h.proto, h.inlineLen = protoInline, uint32(t.size)
+			h.put(s)
+			gather(s[slotHdr:], t.iov[:t.niov])
+			p.q.commit()
+			return true
+		}
+		if !t.hdr && p.cmaOK() {
+			s := p.q.reserve()
+			if s == nil {
+				return false
+			}
+			h.proto, h.niov = protoCMA, uint32(t.niov)
+			h.put(s)
+			for k, b := range t.iov[:t.niov] {
+				putCMASeg(s, k, bufAddr(b), uint64(len(b)))
+			}
+			p.q.commit()
+			t.hdr, t.acks, t.sent = true, 1, t.size
+			p.busy++
+			return true
+		}
+		if !t.hdr {
+			s := p.q.reserve()
+			if s == nil {
+				return false
+			}
+			h.proto = protoSAR
+			h.put(s)
+			p.q.commit()
+			t.hdr = true
+		}
+		for t.sent < t.size {
+			k := int(p.chunk % sarChunks)
+			busyOff, chunk := p.r.sarChunkMem(pageSize+p.idx*entrySize, k)
+			if p.r.word64(busyOff).Load() != 0 {
+				return false
+			}
+			s := p.q.reserve()
+			if s == nil {
+				return false
+			}
+			n := copyAt(chunk, t.iov[:t.niov], t.sent)
+			p.r.word64(busyOff).Store(1)
+			c := slotHeader{op: opSAR, msgID: h.msgID, inlineLen: uint32(n), addr: uint64(t.sent), aux: uint32(k)}
+			c.put(s)
+			p.q.commit()
+			p.chunk++
+			t.sent += n
+		}
+		return true
+	case txWrite, txRead:
+		op := byte(opWrite)
+		if t.kind == txRead {
+			op = opRead
+		}
+		if !t.hdr && t.size > inlineMax && p.cmaOK() {
+			s := p.q.reserve()
+			if s == nil {
+				return false
+			}
+			h := slotHeader{op: op, proto: protoCMA, size: uint64(t.size), key: t.key, addr: t.addr,
+				data: t.data, msgID: d.msgID(t), niov: uint32(t.niov)}
+			if t.cqData {
+				h.flags = flagCQData
+			}
+			h.put(s)
+			for k, b := range t.iov[:t.niov] {
+				putCMASeg(s, k, bufAddr(b), uint64(len(b)))
+			}
+			p.q.commit()
+			t.hdr, t.acks, t.sent = true, 1, t.size
+			p.busy++
+			return true
+		}
+		// Inline pieces of at most inlineMax bytes, each answered; the
+		// remote CQ data rides on the last one.
+		for t.sent < t.size || !t.hdr {
+			s := p.q.reserve()
+			if s == nil {
+				return false
+			}
+			n := min(t.size-t.sent, inlineMax)
+			h := slotHeader{op: op, proto: protoInline, size: uint64(n), key: t.key, addr: t.addr + uint64(t.sent),
+				msgID: d.msgID(t)}
+			if op == opWrite {
+				h.inlineLen = uint32(n)
+				copyAt(s[slotHdr:slotHdr+n], t.iov[:t.niov], t.sent)
+			}
+			if t.cqData && t.sent+n == t.size {
+				h.flags, h.data = flagCQData, t.data
+			}
+			h.put(s)
+			p.q.commit()
+			t.hdr = true
+			t.sent += n
+			t.acks++
+			p.busy++
+		}
+		return true
+	}
+	return true
+}
+
+// msgID is t's cookie: its index and generation.
+func (d *dataPath) msgID(t *txEntry) uint64 { return uint64(t.gen)<<32 | uint64(t.idx) }
+
+// finish completes a transmit entry and frees it.
+func (d *dataPath) finish(e *endpoint, t *txEntry) {
+	if t.err != 0 {
+		e.failTx(t.ctx, t.cqFlags, t.cnt, t.err, t.inject)
+	} else {
+		e.completeTx(t.ctx, t.cqFlags, t.report, t.cnt)
+	}
+	i := t.idx
+	*t = txEntry{idx: i, gen: t.gen + 1}
+	d.txFree = append(d.txFree, i)
+}
+
+// answered handles an opAck for one of our entries.
+func (d *dataPath) answered(e *endpoint, h *slotHeader, slot []byte) {
+	i := int(h.msgID & 0xffffffff)
+	if i >= queueSize {
+		return
+	}
+	t := &d.tx[i]
+	if t.gen != uint32(h.msgID>>32) || t.acks == 0 || t.peer == nil {
+		return // stale or forged: ignore
+	}
+	if h.niov != 0 && t.err == 0 {
+		t.err = fi.Errno(h.niov)
+	}
+	if t.kind == txRead && h.inlineLen > 0 && t.err == 0 {
+		off := int(h.addr - t.addr)
+		if off >= 0 && off+int(h.inlineLen) <= t.size {
+			scatterAt(t.iov[:t.niov], off, slot[slotHdr:slotHdr+int(h.inlineLen)])
+		}
+	}
+	t.acks--
+	t.peer.busy--
+	if t.acks == 0 && t.sent >= t.size && t.hdr {
+		d.finish(e, t)
+	}
+}
+
+// checkPeers fails the operations of peers whose process died and frees
+// the inbox entries of senders that died.
+func (d *dataPath) checkPeers(e *endpoint) {
+	for k := 0; k < len(d.plist); {
+		p := d.plist[k]
+		if (p.busy > 0 || len(p.out) > 0) && !p.r.ownerAlive() {
+			d.failPeer(e, p, fi.ECONNRESET)
+			d.disconnect(e, p, false)
+			continue
+		}
+		k++
+	}
+	for i := range d.ins {
+		in := &d.ins[i]
+		if in.active && !pidAlive(in.pid) {
+			d.release(e, i, fi.ECONNRESET)
+		}
+	}
+}
+
+// failPeer completes every entry bound for p with code.
+func (d *dataPath) failPeer(e *endpoint, p *peer, code fi.Errno) {
+	for i := range d.tx {
+		t := &d.tx[i]
+		if t.peer == p {
+			t.err, t.acks = code, 0
+			d.finish(e, t)
+		}
+	}
+	p.out, p.busy = p.out[:0], 0
+}
+
+// shutdown fails everything pending with ECANCELED and leaves every peer.
+func (d *dataPath) shutdown(e *endpoint) {
+	for len(d.plist) > 0 {
+		p := d.plist[0]
+		d.failPeer(e, p, fi.ECANCELED)
+		d.disconnect(e, p, true)
+	}
+	for i := range d.ins {
+		if d.ins[i].active {
+			d.release(e, i, fi.ECANCELED)
+		}
+	}
+	for _, r := range d.recvs {
+		e.failRecv(&r, fi.ECANCELED, 0)
+	}
+	for _, r := range d.trecvs {
+		e.failRecv(&r, fi.ECANCELED, 0)
+	}
+	d.recvs, d.trecvs = d.recvs[:0], d.trecvs[:0]
+}
+
+// ---- inbound ----
+
+// receive takes slots from every active entry of the inbox.
+func (d *dataPath) receive(e *endpoint) {
+	active := e.region.word64(hActive).Load()
+	for active != 0 {
+		i := bits.TrailingZeros64(active)
+		active &^= 1 << i
+		in := &d.ins[i]
+		if !in.active && !d.adopt(e, i) {
+			continue
+		}
+		for range slotsPerVisit {
+			if d.ackN == ackQSize {
+				return
+			}
+			s, ok := in.q.front()
+			if !ok {
+				d.release(e, i, fi.EIO)
+				break
+			}
+			if s == nil {
+				break
+			}
+			var h slotHeader
+			if !h.parse(s) {
+				d.release(e, i, fi.EIO)
+				break
+			}
+			done, bad := d.slot(e, i, &h, s)
+			if bad {
+				d.release(e, i, fi.EIO)
+				break
+			}
+			if !done {
+				break
+			}
+			in.q.pop()
+			if h.op == opBye {
+				d.release(e, i, fi.ECONNRESET)
+				break
+			}
+		}
+	}
+}
+
+// adopt starts serving entry i once its claimer marked it ready: it
+// learns the peer and probes whether cross-memory attach works.
+func (d *dataPath) adopt(e *endpoint, i int) bool {
+	off := pageSize + i*entrySize
+	r := e.region
+	if r.word32(off+pReady).Load() != 1 {
+		return false
+	}
+	in := &d.ins[i]
+	*in = inbound{active: true, q: newRxRing(r, i), name: r.peerName(i), pid: int(r.word64(off + pPID).Load())}
+	in.nameb = []byte(in.name)
+	var probe [2]uint64
+	d.cma.addLocal(bytesOf(&probe))
+	d.cma.addRemote(r.word64(off+pProbe).Load(), 16)
+	n, err := d.cma.read(in.pid)
+	in.cma = err == nil && n == 16 && probe[0] == probeMagic && probe[1] == r.word64(off+pProbeVal).Load() && !e.noCMA
+	e.adopted.Store(e.adopted.Load() | 1<<i)
+	if in.cma {
+		r.word32(off + pCMA).Store(cmaYes)
+	} else {
+		r.word32(off + pCMA).Store(cmaNo)
+	}
+	return true
+}
+
+// release frees entry i of the inbox: a SAR message in progress fails
+// with code, the rest of the ring is dropped.
+func (d *dataPath) release(e *endpoint, i int, code fi.Errno) {
+	in := &d.ins[i]
+	if in.sar {
+		e.failRecv(&in.sarRecv, code, in.sarH.data)
+	}
+	r := e.region
+	off := pageSize + i*entrySize
+	r.word64(off + pHead).Store(r.word64(off + pTail).Load())
+	for k := range sarChunks {
+		busy, _ := r.sarChunkMem(off, k)
+		r.word64(busy).Store(0)
+	}
+	r.word32(off + pReady).Store(0)
+	for {
+		old := r.word64(hActive).Load()
+		if r.word64(hActive).CompareAndSwap(old, old&^(1<<i)) {
+			break
+		}
+	}
+	r.word32(off + pClaim).Store(0)
+	e.adopted.Store(e.adopted.Load() &^ (1 << i))
+	*in = inbound{}
+}
+
+// slot handles one slot from entry i. done false leaves it in the ring
+// (no receive yet for a SAR message, no room for the answer); bad drops
+// the peer.
+func (d *dataPath) slot(e *endpoint, i int, h *slotHeader, s []byte) (done, bad bool) {
+	in := &d.ins[i]
+	switch h.op {
+	case opAck:
+		d.answered(e, h, s)
+		return true, false
+	case opBye:
+		return true, false
+	case opSAR:
+		if !in.sar || h.msgID != in.sarH.msgID || int(h.addr) != in.sarGot || in.sarGot+int(h.inlineLen) > in.sarSize {
+			return false, true
+		}
+		busy, chunk := e.region.sarChunkMem(pageSize+i*entrySize, int(h.aux))
+		n := int(h.inlineLen)
+		if in.sarPlace < in.sarRecv.size {
+			k := min(n, in.sarRecv.size-in.sarPlace)
+			scatterAt(in.sarRecv.iov[:in.sarRecv.niov], in.sarPlace, chunk[:k])
+			in.sarPlace += k
+		}
+		e.region.word64(busy).Store(0)
+		in.sarGot += n
+		if in.sarGot == in.sarSize {
+			in.sar = false
+			d.delivered(e, &in.sarRecv, &in.sarH, in.sarSrc, in.sarPlace)
+		}
+		return true, false
+	case opMsg, opTagged:
+		if in.sar {
+			return false, true
+		}
+		src := e.av.Find(in.nameb)
+		tagged := h.op == opTagged
+		k := d.match(tagged, h.tag, src)
+		if h.proto == protoSAR {
+			if k < 0 {
+				return false, false // waits at the head of this peer's ring for a receive
+			}
+			in.sar, in.sarRecv, in.sarSize, in.sarGot, in.sarH, in.sarSrc, in.sarPlace = true, d.take(tagged, k), int(h.size), 0, *h, src, 0
+			return true, false
+		}
+		if k < 0 {
+			return d.stash(e, i, h, s, src), false
+		}
+		r := d.take(tagged, k)
+		var segs [maxCMAIOV][2]uint64
+		if h.proto == protoCMA {
+			for k := range int(h.niov) {
+				segs[k][0], segs[k][1] = cmaSeg(s, k)
+			}
+		}
+		d.deliver(e, i, &r, h, s[slotHdr:], &segs, in.pid, src)
+		return true, false
+	case opWrite, opRead:
+		return d.serveRMA(e, i, h, s), false
+	}
+	return false, true
+}
+
+// match finds the first posted receive a message of (tagged, tag, src)
+// matches, or -1.
+func (d *dataPath) match(tagged bool, tag uint64, src fi.Addr) int {
+	if tagged {
+		for k := range d.trecvs {
+			r := &d.trecvs[k]
+			if (r.tag^tag)&^r.ignore == 0 && (r.src == fi.AddrUnspec || r.src == src) {
+				return k
+			}
+		}
+		return -1
+	}
+	for k := range d.recvs {
+		if r := &d.recvs[k]; r.src == fi.AddrUnspec || r.src == src {
+			return k
+		}
+	}
+	return -1
+}
+
+// take removes posted receive k.
+func (d *dataPath) take(tagged bool, k int) rxEntry {
+	l := &d.recvs
+	if tagged {
+		l = &d.trecvs
+	}
+	r := (*l)[k]
+	copy((*l)[k:], (*l)[k+1:])
+	(*l)[len(*l)-1] = rxEntry{}
+	*l = (*l)[:len(*l)-1]
+	return r
+}
+
+// stash keeps an unexpected inline or CMA message; false when the pool is
+// full (the slot stays in the ring).
+func (d *dataPath) stash(e *endpoint, i int, h *slotHeader, s []byte, src fi.Addr) bool {
+	if len(d.unexFree) == 0 {
+		return false
+	}
+	u := d.unexFree[len(d.unexFree)-1]
+	d.unexFree = d.unexFree[:len(d.unexFree)-1]
+	x := &d.unexPool[u]
+	x.h, x.in, x.pid, x.src = *h, i, d.ins[i].pid, src
+	if h.proto == protoInline {
+		copy(x.data[:], s[slotHdr:slotHdr+int(h.inlineLen)])
+	} else {
+		for k := range int(h.niov) {
+			a, n := cmaSeg(s, k)
+			x.segs[k] = [2]uint64{a, n}
+		}
+	}
+	if h.op == opTagged {
+		d.tunexp = append(d.tunexp, u)
+	} else {
+		d.unexp = append(d.unexp, u)
+	}
+	return true
+}
+
+// deliver places a message into receive r and completes it: inline
+// payload from data, or CMA segments (from the slot s or from segs).
+func (d *dataPath) deliver(e *endpoint, i int, r *rxEntry, h *slotHeader, data []byte, segs *[maxCMAIOV][2]uint64, pid int, src fi.Addr) {
+	switch h.proto {
+	case protoInline:
+		n := scatterAt(r.iov[:r.niov], 0, data[:h.inlineLen])
+		d.delivered(e, r, h, src, n)
+	case protoCMA:
+		want := int(min(h.size, uint64(r.size)))
+		for _, b := range r.iov[:r.niov] {
+			if want <= 0 {
+				break
+			}
+			b = b[:min(len(b), want)]
+			d.cma.addLocal(b)
+			want -= len(b)
+		}
+		for k := range int(h.niov) {
+			d.cma.addRemote(segs[k][0], segs[k][1])
+		}
+		n, err := d.cma.read(pid)
+		status := uint32(0)
+		if err != nil {
+			status = uint32(fi.EIO)
+			e.failRecv(r, fi.EIO, h.data)
+		} else {
+			d.delivered(e, r, h, src, n)
+		}
+		d.queueAck(i, h.msgID, status, 0, nil)
+	}
+}
+
+// delivered completes receive r with n bytes of the message h placed.
+func (d *dataPath) delivered(e *endpoint, r *rxEntry, h *slotHeader, src fi.Addr, n int) {
+	flags := fi.FlagRecv | fi.FlagMsg
+	if h.op == opTagged {
+		flags = fi.FlagRecv | fi.FlagTagged
+	}
+	var data uint64
+	if h.flags&flagCQData != 0 {
+		flags |= fi.FlagRemoteCQData
+		data = h.data
+	}
+	if h.size > uint64(n) {
+		if e.rxcq != nil {
+			_ = e.rxcq.CompleteErr(&eq.CQError{Context: r.ctx, Flags: flags, Len: n, Data: data, Tag: h.tag,
+				OLen: int(h.size) - n, Err: fi.ETRUNC, SrcAddr: nil})
+		}
+		if c := e.cntr[cntRecv]; c != nil {
+			_ = c.AddErr(1)
+		}
+		return
+	}
+	if r.report && e.rxcq != nil {
+		_ = e.rxcq.CompleteOverflow(eq.Completion{Context: r.ctx, Flags: flags, Len: n, Data: data, Tag: h.tag}, src)
+	}
+	if c := e.cntr[cntRecv]; c != nil {
+		_ = c.Add(1)
+	}
+}
+
+// failRecv completes receive r with an error.
+func (e *endpoint) failRecv(r *rxEntry, code fi.Errno, data uint64) {
+	flags := fi.FlagRecv | fi.FlagMsg
+	if r.tagged {
+		flags = fi.FlagRecv | fi.FlagTagged
+	}
+	if e.rxcq != nil {
+		_ = e.rxcq.CompleteErr(&eq.CQError{Context: r.ctx, Flags: flags, Len: 0, Data: data, Err: code})
+	}
+	if c := e.cntr[cntRecv]; c != nil {
+		_ = c.AddErr(1)
+	}
+}
+
+// serveRMA validates and carries out an RMA operation from entry i and
+// queues its answer; false when no answer fits now (the slot waits).
+func (d *dataPath) serveRMA(e *endpoint, i int, h *slotHeader, s []byte) bool {
+	if d.ackN == ackQSize {
+		return false
+	}
+	in := &d.ins[i]
+	access := fi.AccessRemoteWrite
+	if h.op == opRead {
+		access = fi.AccessRemoteRead
+	}
+	mem, err := e.domain.mrs.Verify(h.key, h.addr, int(h.size), access)
+	if err != nil || h.size > uint64(maxInt) {
+		d.queueAck(i, h.msgID, uint32(fi.EACCES), h.addr, nil)
+		return true
+	}
+	status := uint32(0)
+	switch {
+	case h.proto == protoInline && h.op == opWrite:
+		copy(mem, s[slotHdr:slotHdr+int(h.inlineLen)])
+	case h.proto == protoInline: // read
+		d.queueAck(i, h.msgID, 0, h.addr, mem)
+		if c := e.cntr[cntRemoteRead]; c != nil {
+			_ = c.Add(1)
+		}
+		return true
+	case !in.cma:
+		status = uint32(fi.EOPNOTSUPP)
+	default:
+		d.cma.addLocal(mem)
+		for k := range int(h.niov) {
+			d.cma.addRemote(cmaSeg(s, k))
+		}
+		var n int
+		var err error
+		if h.op == opWrite {
+			n, err = d.cma.read(in.pid)
+		} else {
+			n, err = d.cma.write(in.pid)
+		}
+		if err != nil || n != len(mem) {
+			status = uint32(fi.EIO)
+		}
+	}
+	if status == 0 {
+		if h.op == opWrite {
+			if h.flags&flagCQData != 0 && e.rxcq != nil {
+				_ = e.rxcq.CompleteOverflow(eq.Completion{Flags: fi.FlagRMA | fi.FlagRemoteWrite | fi.FlagRemoteCQData,
+					Len: int(h.size), Data: h.data}, e.av.Find(in.nameb))
+			}
+			if c := e.cntr[cntRemoteWrite]; c != nil {
+				_ = c.Add(1)
+			}
+		} else if c := e.cntr[cntRemoteRead]; c != nil {
+			_ = c.Add(1)
+		}
+	}
+	d.queueAck(i, h.msgID, status, h.addr, nil)
+	return true
+}
+
+const maxInt = int(^uint(0) >> 1)
+
+// queueAck queues an answer for entry i's peer. The caller checked there
+// is room.
+func (d *dataPath) queueAck(i int, msgID uint64, status uint32, off uint64, data []byte) {
+	a := &d.acks[(d.ackHead+d.ackN)%ackQSize]
+	a.in, a.msgID, a.status, a.off = i, msgID, status, off
+	a.n = copy(a.data[:], data)
+	d.ackN++
+}
+
+// flushAcks sends queued answers while the peers' rings have room.
+func (d *dataPath) flushAcks(e *endpoint) {
+	for d.ackN > 0 {
+		a := &d.acks[d.ackHead]
+		in := &d.ins[a.in]
+		p := in.reply
+		if p == nil && in.name != "" {
+			if p = d.peers[in.name]; p == nil {
+				p, _ = d.connect(e, in.name)
+			}
+			in.reply = p
+		}
+		if p != nil {
+			s := p.q.reserve()
+			if s == nil {
+				return
+			}
+			h := slotHeader{op: opAck, msgID: a.msgID, niov: a.status, addr: a.off, inlineLen: uint32(a.n)}
+			h.put(s)
+			copy(s[slotHdr:], a.data[:a.n])
+			p.q.commit()
+			e.ringPeer(p)
+		}
+		d.ackHead = (d.ackHead + 1) % ackQSize
+		d.ackN--
+	}
+}
+
+// postRecv posts a receive: an unexpected message that matches is
+// delivered at once, else the receive waits in order.
+func (d *dataPath) postRecv(e *endpoint, r *rxEntry) error {
+	l := &d.unexp
+	if r.tagged {
+		l = &d.tunexp
+	}
+	for k, u := range *l {
+		x := &d.unexPool[u]
+		if r.tagged && (r.tag^x.h.tag)&^r.ignore != 0 || r.src != fi.AddrUnspec && r.src != x.src {
+			continue
+		}
+		if x.h.proto == protoCMA && d.ackN == ackQSize {
+			if d.flushAcks(e); d.ackN == ackQSize {
+				return fi.EAGAIN
+			}
+		}
+		copy((*l)[k:], (*l)[k+1:])
+		*l = (*l)[:len(*l)-1]
+		d.deliver(e, x.in, r, &x.h, x.data[:], &x.segs, x.pid, x.src)
+		d.unexFree = append(d.unexFree, u)
+		return nil
+	}
+	if r.tagged {
+		if len(d.trecvs) == queueSize {
+			return fi.EAGAIN
+		}
+		d.trecvs = append(d.trecvs, *r)
+	} else {
+		if len(d.recvs) == queueSize {
+			return fi.EAGAIN
+		}
+		d.recvs = append(d.recvs, *r)
+	}
+	return nil
+}
+
+// cancelRecv removes the posted receive with context ctx and completes it
+// with fi.ECANCELED.
+func (d *dataPath) cancelRecv(e *endpoint, ctx any) bool {
+	for _, tagged := range []bool{false, true} {
+		l := d.recvs
+		if tagged {
+			l = d.trecvs
+		}
+		for k := range l {
+			if sameContext(l[k].ctx, ctx) {
+				r := d.take(tagged, k)
+				e.failRecv(&r, fi.ECANCELED, 0)
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func sameContext(a, b any) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	ta := reflect.TypeOf(a)
+	return ta == reflect.TypeOf(b) && ta.Comparable() && a == b
+}
+
+// gather copies the segments into dst, which holds their total length.
+func gather(dst []byte, iov [][]byte) {
+	for _, b := range iov {
+		dst = dst[copy(dst, b):]
+	}
+}
+
+// copyAt copies from the segments, starting at offset off of their
+// concatenation, into dst; it returns the bytes copied.
+func copyAt(dst []byte, iov [][]byte, off int) int {
+	n := 0
+	for _, b := range iov {
+		if off >= len(b) {
+			off -= len(b)
+			continue
+		}
+		k := copy(dst[n:], b[off:])
+		n += k
+		off = 0
+		if n == len(dst) {
+			break
+		}
+	}
+	return n
+}
+
+// scatterAt copies src into the segments at offset off of their
+// concatenation, as far as they reach; it returns the bytes copied.
+func scatterAt(iov [][]byte, off int, src []byte) int {
+	n := 0
+	for _, b := range iov {
+		if off >= len(b) {
+			off -= len(b)
+			continue
+		}
+		k := copy(b[off:], src[n:])
+		n += k
+		off = 0
+		if n == len(src) {
+			break
+		}
+	}
+	return n
+}

@@ -1,0 +1,123 @@
+package shm
+
+import "encoding/binary"
+
+// Slot format (slotSize bytes, little-endian):
+//
+//	0   u8  op          opMsg, opTagged, opWrite, opRead, opAck, opSAR, opBye
+//	1   u8  proto       protoInline, protoCMA, protoSAR
+//	2   u16 flags       flagCQData
+//	4   u32 inlineLen   payload bytes in the slot (inline), or in a SAR chunk
+//	8   u64 size        the operation's total length
+//	16  u64 tag
+//	24  u64 data        remote CQ data
+//	32  u64 msgID       the sender's cookie, echoed by opAck
+//	40  u64 key         RMA key
+//	48  u64 addr        RMA address (offset in the target region); SAR: offset of the chunk
+//	56  u32 niov        CMA: source segments; opAck: the status (an errno, 0 for success)
+//	60  u32 aux         SAR: the chunk index
+//	64  ...             inline payload (up to inlineMax bytes), or niov CMA
+//	                    segments {addr u64, len u64}
+const (
+	slotHdr   = 64
+	inlineMax = slotSize - slotHdr
+	maxCMAIOV = 4
+)
+
+// Operations.
+const (
+	opMsg    = 1 // a message (fi_send...)
+	opTagged = 2 // a tagged message (fi_tsend...)
+	opWrite  = 3 // an RMA write: the target validates key and range, then places the data
+	opRead   = 4 // an RMA read: the target validates, then sends the data back
+	opAck    = 5 // the answer to a CMA message, an RMA operation or a refused one
+	opSAR    = 6 // one chunk of a SAR message, in the sender's bounce area
+	opBye    = 7 // the peer releases its entry (it closes)
+)
+
+// Protocols of the payload.
+const (
+	protoInline = 0 // in the slot
+	protoCMA    = 1 // in the sender's memory: the receiver reads it with process_vm_readv
+	protoSAR    = 2 // in opSAR chunks that follow
+)
+
+const flagCQData = 1
+
+// slotHeader is a decoded slot header.
+type slotHeader struct {
+	op, proto byte
+	flags     uint16
+	inlineLen uint32
+	size      uint64
+	tag, data uint64
+	msgID     uint64
+	key, addr uint64
+	niov      uint32 // also opAck's status
+	aux       uint32
+}
+
+func (h *slotHeader) put(b []byte) {
+	le := binary.LittleEndian
+	_ = b[slotHdr-1]
+	b[0], b[1] = h.op, h.proto
+	le.PutUint16(b[2:], h.flags)
+	le.PutUint32(b[4:], h.inlineLen)
+	le.PutUint64(b[8:], h.size)
+	le.PutUint64(b[16:], h.tag)
+	le.PutUint64(b[24:], h.data)
+	le.PutUint64(b[32:], h.msgID)
+	le.PutUint64(b[40:], h.key)
+	le.PutUint64(b[48:], h.addr)
+	le.PutUint32(b[56:], h.niov)
+	le.PutUint32(b[60:], h.aux)
+}
+
+// parse decodes and validates a slot a peer wrote. It reports false for a
+// slot no correct peer writes: an unknown op or protocol, lengths beyond
+// the slot, a chunk or segment count out of range. It does not allocate.
+func (h *slotHeader) parse(b []byte) bool {
+	le := binary.LittleEndian
+	_ = b[slotHdr-1]
+	*h = slotHeader{
+		op: b[0], proto: b[1], flags: le.Uint16(b[2:]), inlineLen: le.Uint32(b[4:]),
+		size: le.Uint64(b[8:]), tag: le.Uint64(b[16:]), data: le.Uint64(b[24:]),
+		msgID: le.Uint64(b[32:]), key: le.Uint64(b[40:]), addr: le.Uint64(b[48:]),
+		niov: le.Uint32(b[56:]), aux: le.Uint32(b[60:]),
+	}
+	if h.flags&^flagCQData != 0 || h.size > 1<<62 {
+		return false
+	}
+	switch h.op {
+	case opMsg, opTagged, opWrite, opRead:
+		switch h.proto {
+		case protoInline:
+			return h.inlineLen <= inlineMax && uint64(h.inlineLen) == h.size || h.op == opRead && h.inlineLen == 0
+		case protoCMA:
+			return h.niov >= 1 && h.niov <= maxCMAIOV
+		case protoSAR:
+			return h.op == opMsg || h.op == opTagged
+		}
+		return false
+	case opAck:
+		return h.inlineLen <= inlineMax
+	case opSAR:
+		return h.aux < sarChunks && h.inlineLen <= sarChunk && h.inlineLen > 0
+	case opBye:
+		return true
+	}
+	return false
+}
+
+// cmaSeg returns CMA segment k of a slot.
+func cmaSeg(b []byte, k int) (addr, n uint64) {
+	off := slotHdr + 16*k
+	return binary.LittleEndian.Uint64(b[off:]), binary.LittleEndian.Uint64(b[off+8:])
+}
+
+// putCMASeg writes CMA segment k of a slot.
+func putCMASeg(b []byte, k int, addr, n uint64) {
+	off := slotHdr + 16*k
+	binary.LittleEndian.PutUint64(b[off:], addr)
+	binary.LittleEndian.PutUint64(b[off+8:], n)
+}
