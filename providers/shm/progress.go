@@ -220,7 +220,13 @@ func (d *dataPath) peerFor(e *endpoint, dest fi.Addr) (*peer, error) {
 		return nil, fi.EINVAL
 	}
 	if p := d.peers[string(name)]; p != nil {
-		return p, nil
+		if p.r.word32(pageSize+p.idx*entrySize+pReady).Load() == 1 {
+			return p, nil
+		}
+		// The owner let our entry go (it judged us dead or broken, or it
+		// restarted): what we had in flight is lost; start over.
+		d.failPeer(e, p, fi.ECONNRESET)
+		d.disconnect(e, p, false)
 	}
 	return d.connect(e, string(name))
 }
@@ -540,7 +546,7 @@ func (d *dataPath) receive(e *endpoint) {
 			}
 			s, ok := in.q.front()
 			if !ok {
-				d.release(e, i, fi.EIO)
+				d.broken(e, i, "ring indices out of range")
 				break
 			}
 			if s == nil {
@@ -548,12 +554,12 @@ func (d *dataPath) receive(e *endpoint) {
 			}
 			var h slotHeader
 			if !h.parse(s) {
-				d.release(e, i, fi.EIO)
+				d.broken(e, i, "malformed slot")
 				break
 			}
 			done, bad := d.slot(e, i, &h, s)
 			if bad {
-				d.release(e, i, fi.EIO)
+				d.broken(e, i, "slot out of sequence")
 				break
 			}
 			if !done {
@@ -591,6 +597,13 @@ func (d *dataPath) adopt(e *endpoint, i int) bool {
 		r.word32(off + pCMA).Store(cmaNo)
 	}
 	return true
+}
+
+// broken cuts off the peer of entry i, which wrote what no correct peer
+// writes.
+func (d *dataPath) broken(e *endpoint, i int, why string) {
+	fi.Logger(provName).Warn("shm: dropped a peer that broke the protocol", "peer", d.ins[i].name, "why", why)
+	d.release(e, i, fi.EIO)
 }
 
 // release frees entry i of the inbox: a SAR message in progress fails
