@@ -80,8 +80,9 @@ var (
 	_ ep.Opener   = (*domain)(nil)
 )
 
-// names counts the default names this process gave out.
-var names atomic.Int64
+// names numbers probe words; defaultUses counts the endpoints that took
+// the process's default name.
+var names, defaultUses atomic.Int64
 
 // OpenEndpoint opens an RDM endpoint (fi_endpoint) and creates its inbox,
 // named by info's source address; the default name "fi_shm://<pid>" gets
@@ -136,10 +137,17 @@ func (e *endpoint) open(name string) error {
 	}
 	cleanStale()
 	base := name
-	for n := 1; ; n++ {
+	if base == defaultName() {
+		// Default names are never reused within a process: an address
+		// still in some AV must not reach a later endpoint.
+		if k := defaultUses.Add(1); k > 1 {
+			name = base + "_" + strconv.FormatInt(k-1, 10)
+		}
+	}
+	for n := 0; ; n++ {
 		r, err := createRegion(name)
 		if fi.Code(err) == fi.EADDRINUSE && base == defaultName() && n < 1<<16 {
-			name = base + "_" + strconv.Itoa(n)
+			name = base + "_" + strconv.FormatInt(defaultUses.Add(1)-1, 10)
 			continue
 		}
 		if err != nil {
@@ -190,6 +198,9 @@ func (e *endpoint) SetName(addr []byte) error {
 	defer e.nameMu.Unlock()
 	if e.closed.Load() {
 		return errors.Wrap(fi.EBADF, "shm: setname: endpoint closed")
+	}
+	if string(addr) == e.name {
+		return nil
 	}
 	old, oldBell, oldRinger := e.region, e.bell, e.ringer
 	if err := e.open(string(addr)); err != nil {

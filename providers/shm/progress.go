@@ -126,7 +126,8 @@ type inbound struct {
 
 type dataPath struct {
 	peers    map[string]*peer
-	plist    []*peer // the peers, for iteration
+	plist    []*peer         // the peers, for iteration
+	gone     map[string]bool // peers seen dead or closed: sends to them fail until they are back
 	ins      [maxPeers]inbound
 	tx       [queueSize]txEntry
 	txFree   []int32
@@ -146,6 +147,7 @@ type dataPath struct {
 
 func (d *dataPath) init() {
 	d.peers = make(map[string]*peer)
+	d.gone = make(map[string]bool)
 	d.txFree = make([]int32, queueSize)
 	d.unexFree = make([]int32, queueSize)
 	for i := range queueSize {
@@ -220,15 +222,20 @@ func (d *dataPath) peerFor(e *endpoint, dest fi.Addr) (*peer, error) {
 		return nil, fi.EINVAL
 	}
 	if p := d.peers[string(name)]; p != nil {
-		if p.r.word32(pageSize+p.idx*entrySize+pReady).Load() == 1 {
+		if p.r.word32(pageSize+p.idx*entrySize+pReady).Load() == 1 && p.r.word64(hMagic).Load() == regionMagic {
 			return p, nil
 		}
-		// The owner let our entry go (it judged us dead or broken, or it
-		// restarted): what we had in flight is lost; start over.
+		// The owner closed, or let our entry go (it judged us dead or
+		// broken): what we had in flight is lost; start over.
 		d.failPeer(e, p, fi.ECONNRESET)
 		d.disconnect(e, p, false)
+		d.gone[p.name] = true
 	}
-	return d.connect(e, string(name))
+	p, err := d.connect(e, string(name))
+	if err == fi.EAGAIN && d.gone[string(name)] {
+		return nil, fi.ECONNRESET // it was there and died or closed; it may come back
+	}
+	return p, err
 }
 
 // connect claims an entry in the inbox of name.
@@ -260,6 +267,7 @@ func (d *dataPath) connect(e *endpoint, name string) (*peer, error) {
 			}
 		}
 		p.out = make([]int32, 0, queueSize)
+		delete(d.gone, name)
 		d.peers[name] = p
 		d.plist = append(d.plist, p)
 		return p, nil
@@ -480,9 +488,10 @@ func (d *dataPath) answered(e *endpoint, h *slotHeader, slot []byte) {
 func (d *dataPath) checkPeers(e *endpoint) {
 	for k := 0; k < len(d.plist); {
 		p := d.plist[k]
-		if (p.busy > 0 || len(p.out) > 0) && !p.r.ownerAlive() {
+		if !p.r.ownerOpen() {
 			d.failPeer(e, p, fi.ECONNRESET)
 			d.disconnect(e, p, false)
+			d.gone[p.name] = true
 			continue
 		}
 		k++

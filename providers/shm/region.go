@@ -213,6 +213,10 @@ func (r *region) pid() int { return int(binary.LittleEndian.Uint32(r.mem[hPID:])
 // nonce returns the owner's random incarnation number.
 func (r *region) nonce() uint64 { return binary.LittleEndian.Uint64(r.mem[hNonce:]) }
 
+// ownerOpen reports whether the owner still serves the region: its
+// process runs and it has not closed the endpoint.
+func (r *region) ownerOpen() bool { return r.word64(hMagic).Load() == regionMagic && r.ownerAlive() }
+
 // ownerAlive reports whether the owning process still runs.
 func (r *region) ownerAlive() bool { return pidAlive(r.pid()) }
 
