@@ -33,7 +33,17 @@ type Config struct {
 	// below Run ("unit/eq/peek").
 	Exclude map[string]string
 	// Timeout bounds every blocking step of the suite; zero means 10s.
+	// In two-process tests it also bounds each wait for the peer process
+	// and its exit.
 	Timeout time.Duration
+	// SingleProcess skips the "2proc" variants of the tests that cross a
+	// process boundary. Those re-execute the test binary (os.Args[0])
+	// with -test.run anchored to the current top-level test and the
+	// environment variable GOFABRIC_FABTESTS_PEER naming the test; the
+	// child's Run runs only that test's peer side. Set SingleProcess
+	// where the binary cannot be re-executed, or where the top-level test
+	// does not call Run with the same Config when re-executed.
+	SingleProcess bool
 }
 
 // group is one named set of tests.
@@ -51,6 +61,9 @@ var groups = []group{
 	{"unit/mr", testMR},
 	{"cm", testCM},
 	{"msg", testMsg},
+	{"rdm", testRDM},
+	{"tagged", testTagged},
+	{"rma", testRDMRMA},
 }
 
 // Groups returns the names of the suite's groups, in the order Run runs
@@ -66,6 +79,10 @@ func Groups() []string {
 // Run runs the conformance suite against cfg.Provider. It checks after
 // each group that the group left no goroutine and no open file descriptor
 // behind (the latter where /proc/self/fd exists).
+//
+// With GOFABRIC_FABTESTS_PEER set, Run is the peer process of one
+// two-process test (see Config.SingleProcess): it runs only that test's
+// peer side and returns.
 func Run(t *testing.T, cfg Config) {
 	t.Helper()
 	require.NotEmpty(t, cfg.Provider, "fabtests: Config.Provider is required")
@@ -76,6 +93,10 @@ func Run(t *testing.T, cfg Config) {
 		cfg.Timeout = 10 * time.Second
 	}
 	s := &suite{cfg: cfg}
+	if s.peerTest = os.Getenv(peerEnv); s.peerTest != "" {
+		s.runPeer(t)
+		return
+	}
 	warmNetpoller(t)
 	for _, g := range groups {
 		if !s.selected(g.name) {
@@ -137,6 +158,9 @@ func newFDs(before, after map[string]string) []string {
 // suite carries the configuration through the groups.
 type suite struct {
 	cfg Config
+	// peerTest is the test whose peer side this process runs, from
+	// GOFABRIC_FABTESTS_PEER (proc.go); empty in the parent.
+	peerTest string
 }
 
 func (s *suite) selected(name string) bool {
@@ -156,8 +180,12 @@ func (s *suite) ctx(t testing.TB) context.Context {
 }
 
 // run runs one test of a group as a subtest, honouring Config.Exclude.
+// In a peer process it runs nothing: only run2's tests have a peer side.
 func (s *suite) run(t *testing.T, name string, f func(t *testing.T)) {
 	t.Helper()
+	if s.peerTest != "" {
+		return
+	}
 	t.Run(name, func(t *testing.T) {
 		if why, ok := s.cfg.Exclude[relName(t.Name())]; ok {
 			t.Skipf("excluded by the provider's configuration: %s", why)
