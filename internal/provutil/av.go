@@ -3,6 +3,7 @@ package provutil
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cockroachdb/errors"
 	"github.com/gofabric/gofabric/fi"
@@ -21,6 +22,11 @@ type AV struct {
 	// validate checks an address before it is inserted; nil accepts any
 	// non-empty address.
 	validate func([]byte) error
+
+	// version counts the insertions and removals, so that providers can
+	// cache what they derived from entries (a peer's connection, a
+	// sender's fi.Addr) and know when to look again.
+	version atomic.Uint64
 
 	mu      sync.RWMutex       // guards the fields below
 	entries [][]byte           // fi.Addr -> address; nil marks a free slot
@@ -108,6 +114,7 @@ func (av *AV) insertLocked(a []byte) fi.Addr {
 		av.entries = append(av.entries, c)
 	}
 	av.byAddr[string(c)] = fa
+	av.version.Add(1)
 	return fa
 }
 
@@ -143,8 +150,13 @@ func (av *AV) Remove(addrs []fi.Addr, flags fi.Flags) error {
 		av.entries[fa] = nil
 		av.free = append(av.free, fa)
 	}
+	av.version.Add(1)
 	return nil
 }
+
+// Version returns a number that changes whenever an address is inserted
+// or removed: a cache of derived data is valid while it stays the same.
+func (av *AV) Version() uint64 { return av.version.Load() }
 
 // Lookup implements fi.AV (fi_av_lookup) with the ETOOSMALL rule.
 func (av *AV) Lookup(fa fi.Addr, buf []byte) (int, error) {

@@ -126,7 +126,7 @@ func (e *endpoint) post(a *txArgs, kind txKind) error {
 	}
 	p.out = append(p.out, i)
 	d.pushOut(e, p)
-	e.busy.Store(d.pending())
+	e.setBusy(d.pending())
 	return nil
 }
 
@@ -257,7 +257,7 @@ func (e *endpoint) recv(iov [][]byte, src fi.Addr, ctx any, tagged bool, tag, ig
 		return fi.EBADF
 	}
 	err := e.dp.postRecv(e, &r)
-	e.busy.Store(e.dp.pending())
+	e.setBusy(e.dp.pending())
 	return err
 }
 

@@ -311,13 +311,26 @@ func (e *endpoint) Close() error {
 // busy-polling loop. Every 64Ki idle polls it runs anyway, to notice
 // peers that died.
 func (e *endpoint) progress() {
-	if !e.busy.Load() && !e.inputWaiting() && e.idle.Add(1)&0xffff != 0 {
-		return
+	if !e.busy.Load() && !e.inputWaiting() {
+		// A plain load and store, not an atomic add: a lost count
+		// among racing pollers costs nothing.
+		n := e.idle.Load() + 1
+		if e.idle.Store(n); n&0xffff != 0 {
+			return
+		}
 	}
 	e.mu.Lock()
 	e.dp.progress(e)
-	e.busy.Store(e.dp.pending())
+	e.setBusy(e.dp.pending())
 	e.mu.Unlock()
+}
+
+// setBusy records whether the data path has work besides its rings; it
+// writes the shared flag only when it changes.
+func (e *endpoint) setBusy(b bool) {
+	if e.busy.Load() != b {
+		e.busy.Store(b)
+	}
 }
 
 // inputWaiting reports whether a peer claimed an entry of the inbox that
@@ -332,8 +345,7 @@ func (e *endpoint) inputWaiting() bool {
 	for active != 0 {
 		i := bits.TrailingZeros64(active)
 		active &^= 1 << i
-		off := pageSize + i*entrySize
-		if r.word64(off+pTail).Load() != r.word64(off+pHead).Load() {
+		if r.ready(i) {
 			return true
 		}
 	}

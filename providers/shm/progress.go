@@ -114,6 +114,10 @@ type inbound struct {
 	pid    int
 	cma    bool // we may read and write the peer's memory
 	reply  *peer
+	// src is the peer's fi.Addr in our AV, valid while its version is
+	// srcVer (0: not looked up yet).
+	src    fi.Addr
+	srcVer uint64
 	// A SAR message being received.
 	sar      bool
 	sarRecv  rxEntry
@@ -126,7 +130,9 @@ type inbound struct {
 
 type dataPath struct {
 	peers    map[string]*peer
-	plist    []*peer         // the peers, for iteration
+	plist    []*peer // the peers, for iteration
+	byAddr   []*peer // peers by fi.Addr, valid while the AV's version is cacheVer
+	cacheVer uint64
 	gone     map[string]bool // peers seen dead or closed: sends to them fail until they are back
 	ins      [maxPeers]inbound
 	tx       [queueSize]txEntry
@@ -217,6 +223,27 @@ func (d *dataPath) anyInput(e *endpoint) bool {
 // exist (the peer may start later) or has no free entry, and fi.EINVAL
 // for an address the AV does not hold.
 func (d *dataPath) peerFor(e *endpoint, dest fi.Addr) (*peer, error) {
+	if v := e.av.Version(); v != d.cacheVer {
+		clear(d.byAddr)
+		d.byAddr, d.cacheVer = d.byAddr[:0], v
+	} else if uint64(dest) < uint64(len(d.byAddr)) {
+		if p := d.byAddr[dest]; p != nil && p.r.word32(pageSize+p.idx*entrySize+pReady).Load() == 1 &&
+			p.r.word64(hMagic).Load() == regionMagic {
+			return p, nil
+		}
+	}
+	p, err := d.lookupPeer(e, dest)
+	if err == nil && uint64(dest) < 1<<20 {
+		for uint64(len(d.byAddr)) <= uint64(dest) {
+			d.byAddr = append(d.byAddr, nil)
+		}
+		d.byAddr[dest] = p
+	}
+	return p, err
+}
+
+// lookupPeer is peerFor without the cache.
+func (d *dataPath) lookupPeer(e *endpoint, dest fi.Addr) (*peer, error) {
 	name, ok := e.av.Addr(dest)
 	if !ok {
 		return nil, fi.EINVAL
@@ -291,6 +318,11 @@ func (d *dataPath) disconnect(e *endpoint, p *peer, bye bool) {
 		}
 	}
 	delete(d.peers, p.name)
+	for k, x := range d.byAddr {
+		if x == p {
+			d.byAddr[k] = nil
+		}
+	}
 	for k, x := range d.plist {
 		if x == p {
 			d.plist = append(d.plist[:k], d.plist[k+1:]...)
@@ -551,13 +583,9 @@ func (d *dataPath) receive(e *endpoint) {
 		}
 		for range slotsPerVisit {
 			if d.ackN == ackQSize {
-				return
+				break // no room for answers: come back later
 			}
-			s, ok := in.q.front()
-			if !ok {
-				d.broken(e, i, "ring indices out of range")
-				break
-			}
+			s, _ := in.q.front()
 			if s == nil {
 				break
 			}
@@ -579,6 +607,9 @@ func (d *dataPath) receive(e *endpoint) {
 				d.release(e, i, fi.ECONNRESET)
 				break
 			}
+		}
+		if in.active {
+			in.q.publish()
 		}
 	}
 }
@@ -624,7 +655,7 @@ func (d *dataPath) release(e *endpoint, i int, code fi.Errno) {
 	}
 	r := e.region
 	off := pageSize + i*entrySize
-	r.word64(off + pHead).Store(r.word64(off + pTail).Load())
+	r.resetRing(i)
 	for k := range sarChunks {
 		busy, _ := r.sarChunkMem(off, k)
 		r.word64(busy).Store(0)
@@ -674,7 +705,7 @@ func (d *dataPath) slot(e *endpoint, i int, h *slotHeader, s []byte) (done, bad 
 		if in.sar {
 			return false, true
 		}
-		src := e.av.Find(in.nameb)
+		src := d.source(e, in)
 		tagged := h.op == opTagged
 		k := d.match(tagged, h.tag, src)
 		if h.proto == protoSAR {
@@ -700,6 +731,15 @@ func (d *dataPath) slot(e *endpoint, i int, h *slotHeader, s []byte) (done, bad 
 		return d.serveRMA(e, i, h, s), false
 	}
 	return false, true
+}
+
+// source returns the fi.Addr of in's peer in our AV (fi.AddrUnspec, i.e.
+// FI_ADDR_NOTAVAIL, when it is not there).
+func (d *dataPath) source(e *endpoint, in *inbound) fi.Addr {
+	if v := e.av.Version() + 1; v != in.srcVer {
+		in.src, in.srcVer = e.av.Find(in.nameb), v
+	}
+	return in.src
 }
 
 // match finds the first posted receive a message of (tagged, tag, src)
@@ -884,7 +924,7 @@ func (d *dataPath) serveRMA(e *endpoint, i int, h *slotHeader, s []byte) bool {
 		if h.op == opWrite {
 			if h.flags&flagCQData != 0 && e.rxcq != nil {
 				_ = e.rxcq.CompleteOverflow(eq.Completion{Flags: fi.FlagRMA | fi.FlagRemoteWrite | fi.FlagRemoteCQData,
-					Len: int(h.size), Data: h.data}, e.av.Find(in.nameb))
+					Len: int(h.size), Data: h.data}, d.source(e, in))
 			}
 			if c := e.cntr[cntRemoteWrite]; c != nil {
 				_ = c.Add(1)

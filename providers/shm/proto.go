@@ -2,25 +2,30 @@ package shm
 
 import "encoding/binary"
 
-// Slot format (slotSize bytes, little-endian):
+// Slot format: slotSize bytes, the first 8 the ring's sequence word
+// (ring.go), then the body, little-endian. The sequence word and the
+// header share the slot's first cache line, and up to 64 bytes of inline
+// payload its second: a small message moves two cache lines.
 //
 //	0   u8  op          opMsg, opTagged, opWrite, opRead, opAck, opSAR, opBye
 //	1   u8  proto       protoInline, protoCMA, protoSAR
 //	2   u16 flags       flagCQData
-//	4   u32 inlineLen   payload bytes in the slot (inline), or in a SAR chunk
+//	4   u32 len         inline: payload bytes in the slot; opSAR: bytes in the
+//	                    chunk; protoCMA: the number of segments
 //	8   u64 size        the operation's total length
-//	16  u64 tag
+//	16  u64 tag         opAck: the status (an errno, 0 for success);
+//	                    opSAR: the chunk index
 //	24  u64 data        remote CQ data
 //	32  u64 msgID       the sender's cookie, echoed by opAck
 //	40  u64 key         RMA key
-//	48  u64 addr        RMA address (offset in the target region); SAR: offset of the chunk
-//	56  u32 niov        CMA: source segments; opAck: the status (an errno, 0 for success)
-//	60  u32 aux         SAR: the chunk index
-//	64  ...             inline payload (up to inlineMax bytes), or niov CMA
+//	48  u64 addr        RMA address (offset in the target region); opSAR:
+//	                    offset of the chunk; opAck: offset of read data
+//	56  ...             inline payload (up to inlineMax bytes), or the CMA
 //	                    segments {addr u64, len u64}
 const (
-	slotHdr   = 64
-	inlineMax = slotSize - slotHdr
+	slotHdr   = 56
+	slotBody  = slotSize - 8
+	inlineMax = slotBody - slotHdr
 	maxCMAIOV = 4
 )
 
@@ -60,17 +65,24 @@ type slotHeader struct {
 func (h *slotHeader) put(b []byte) {
 	le := binary.LittleEndian
 	_ = b[slotHdr-1]
+	n, tag := h.inlineLen, h.tag
+	switch {
+	case h.op == opAck:
+		tag = uint64(h.niov)
+	case h.op == opSAR:
+		tag = uint64(h.aux)
+	case h.proto == protoCMA:
+		n = h.niov
+	}
 	b[0], b[1] = h.op, h.proto
 	le.PutUint16(b[2:], h.flags)
-	le.PutUint32(b[4:], h.inlineLen)
+	le.PutUint32(b[4:], n)
 	le.PutUint64(b[8:], h.size)
-	le.PutUint64(b[16:], h.tag)
+	le.PutUint64(b[16:], tag)
 	le.PutUint64(b[24:], h.data)
 	le.PutUint64(b[32:], h.msgID)
 	le.PutUint64(b[40:], h.key)
 	le.PutUint64(b[48:], h.addr)
-	le.PutUint32(b[56:], h.niov)
-	le.PutUint32(b[60:], h.aux)
 }
 
 // parse decodes and validates a slot a peer wrote. It reports false for a
@@ -83,7 +95,20 @@ func (h *slotHeader) parse(b []byte) bool {
 		op: b[0], proto: b[1], flags: le.Uint16(b[2:]), inlineLen: le.Uint32(b[4:]),
 		size: le.Uint64(b[8:]), tag: le.Uint64(b[16:]), data: le.Uint64(b[24:]),
 		msgID: le.Uint64(b[32:]), key: le.Uint64(b[40:]), addr: le.Uint64(b[48:]),
-		niov: le.Uint32(b[56:]), aux: le.Uint32(b[60:]),
+	}
+	switch {
+	case h.op == opAck:
+		if h.tag > 1<<31 {
+			return false
+		}
+		h.niov, h.tag = uint32(h.tag), 0
+	case h.op == opSAR:
+		if h.tag >= sarChunks {
+			return false
+		}
+		h.aux, h.tag = uint32(h.tag), 0
+	case h.proto == protoCMA:
+		h.niov, h.inlineLen = h.inlineLen, 0
 	}
 	if h.flags&^flagCQData != 0 || h.size > 1<<62 {
 		return false

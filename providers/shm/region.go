@@ -26,8 +26,7 @@ import (
 //	  [0, 64)                claim word, peer pid, peer nonce
 //	  [64, 128)              the peer's name (NUL padded)
 //	  [128, 192)             ring head (written by the owner)
-//	  [192, 256)             ring tail (written by the peer)
-//	  [256, pageSize)        unused
+//	  [192, pageSize)        unused
 //	  ringSlots slots of slotSize bytes
 //	  bounce: sarChunks chunks of sarChunk bytes, each after a 64-byte
 //	  header whose first word is the chunk's busy flag
@@ -80,7 +79,6 @@ const (
 	pCMA      = 48
 	pName     = 64
 	pHead     = 128
-	pTail     = 192
 	pSlots    = entryHdrSize
 	pSAR      = entryHdrSize + ringBytes
 )

@@ -3,7 +3,11 @@ package shm
 // The ring of a peer entry is a single-producer single-consumer queue of
 // ringSlots fixed-size slots: the peer that claimed the entry produces,
 // the region's owner consumes. head and tail count slots since the entry
-// was created; slot i is at index i % ringSlots.
+// was created; slot i is at index i % ringSlots. Each slot starts with a
+// sequence word: the producer writes the body, then stores i+1 there; the
+// consumer polls that word, so that a message costs the cache lines of
+// its slot and nothing else. The shared head tells the producer which
+// slots are free again.
 
 // txRing is the producer side, kept by a sending endpoint for one peer.
 type txRing struct {
@@ -18,12 +22,11 @@ func newTxRing(r *region, i int) *txRing {
 	q := &txRing{r: r, entry: off}
 	q.headSeen = r.word64(off + pHead).Load()
 	q.tail = q.headSeen
-	r.word64(off + pTail).Store(q.tail)
 	return q
 }
 
-// reserve returns the next free slot to fill, or nil when the ring is
-// full.
+// reserve returns the body of the next free slot to fill, or nil when
+// the ring is full.
 func (q *txRing) reserve() []byte {
 	if q.tail-q.headSeen >= ringSlots {
 		q.headSeen = q.r.word64(q.entry + pHead).Load()
@@ -32,51 +35,63 @@ func (q *txRing) reserve() []byte {
 		}
 	}
 	off := q.entry + pSlots + int(q.tail%ringSlots)*slotSize
-	return q.r.mem[off : off+slotSize : off+slotSize]
+	return q.r.mem[off+8 : off+slotSize : off+slotSize]
 }
 
 // commit publishes the slot reserve returned.
 func (q *txRing) commit() {
+	off := q.entry + pSlots + int(q.tail%ringSlots)*slotSize
 	q.tail++
-	q.r.word64(q.entry + pTail).Store(q.tail)
+	q.r.word64(off).Store(q.tail)
 }
 
 // rxRing is the consumer side, kept by a region's owner for each entry.
 type rxRing struct {
-	r        *region
-	entry    int
-	head     uint64
-	tailSeen uint64
+	r     *region
+	entry int
+	head  uint64
 }
 
 func newRxRing(r *region, i int) rxRing {
 	off := pageSize + i*entrySize
-	h := r.word64(off + pHead).Load()
-	return rxRing{r: r, entry: off, head: h, tailSeen: h}
+	return rxRing{r: r, entry: off, head: r.word64(off + pHead).Load()}
 }
 
-// front returns the oldest published slot, nil when there is none, and
-// ok false when the producer's tail is impossible (behind the head or
-// more than a ring ahead): the peer is broken or hostile.
+// front returns the body of the oldest published slot, or nil when there
+// is none. A producer that writes a wrong sequence word only stalls its
+// own ring.
 func (q *rxRing) front() (slot []byte, ok bool) {
-	if q.head == q.tailSeen {
-		q.tailSeen = q.r.word64(q.entry + pTail).Load()
-		if q.head == q.tailSeen {
-			return nil, true
-		}
-		if q.tailSeen-q.head > ringSlots {
-			return nil, false
-		}
-	}
 	off := q.entry + pSlots + int(q.head%ringSlots)*slotSize
-	return q.r.mem[off : off+slotSize : off+slotSize], true
+	if q.r.word64(off).Load() != q.head+1 {
+		return nil, true
+	}
+	return q.r.mem[off+8 : off+slotSize : off+slotSize], true
+}
+
+// ready reports, from shared words only, whether entry i's ring holds a
+// published slot.
+func (r *region) ready(i int) bool {
+	entry := pageSize + i*entrySize
+	h := r.word64(entry + pHead).Load()
+	return r.word64(entry+pSlots+int(h%ringSlots)*slotSize).Load() == h+1
+}
+
+// resetRing empties entry i's ring for the next claimer, which starts at
+// the head: every sequence word is cleared, so that nothing a gone
+// producer wrote can pass for a new slot.
+func (r *region) resetRing(i int) {
+	entry := pageSize + i*entrySize
+	for k := range ringSlots {
+		r.word64(entry + pSlots + k*slotSize).Store(0)
+	}
 }
 
 // pop releases the slot front returned.
-func (q *rxRing) pop() {
-	q.head++
-	q.r.word64(q.entry + pHead).Store(q.head)
-}
+func (q *rxRing) pop() { q.head++ }
+
+// publish tells the producer which slots are free again: the consumer
+// calls it once per visit, not per slot.
+func (q *rxRing) publish() { q.r.word64(q.entry + pHead).Store(q.head) }
 
 // sarChunkMem returns chunk k of the entry's bounce area: its busy word's
 // offset and its data bytes.
