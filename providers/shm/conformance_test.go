@@ -1,13 +1,20 @@
 package shm_test
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/gofabric/gofabric/fabtests"
+	"github.com/stretchr/testify/require"
 )
 
-// TestConformance runs the conformance suite's unit, rdm, tagged and rma
-// groups on the provider, in one process and across two.
+// TestConformance runs the conformance suite's unit (AV included), rdm,
+// tagged and rma groups on the provider, in one process and across two,
+// and checks that this process left no region file in /dev/shm (the
+// suite checks goroutines and descriptors itself).
 func TestConformance(t *testing.T) {
 	fabtests.Run(t, fabtests.Config{Provider: "shm", Groups: []string{"unit", "rdm", "tagged", "rma"}})
+	left, _ := filepath.Glob(filepath.Join("/dev/shm", "gofabric-shm."+itoa(os.Getuid())+"."+itoa(os.Getpid())+"*"))
+	require.Empty(t, left, "region files left behind")
 }
