@@ -38,11 +38,19 @@ func (q *txRing) reserve() []byte {
 	return q.r.mem[off+8 : off+slotSize : off+slotSize]
 }
 
-// commit publishes the slot reserve returned.
+// commit publishes the slot reserve returned. Then, while the peer
+// takes the slot, it writes a byte into the next free slot's payload
+// line: that moves the line into this core's cache now, so that the next
+// message does not wait for it (the sequence line cannot be taken early:
+// the consumer polls it).
 func (q *txRing) commit() {
 	off := q.entry + pSlots + int(q.tail%ringSlots)*slotSize
 	q.tail++
 	q.r.word64(off).Store(q.tail)
+	if q.tail-q.headSeen < ringSlots {
+		next := q.entry + pSlots + int(q.tail%ringSlots)*slotSize
+		q.r.mem[next+64] = 0
+	}
 }
 
 // rxRing is the consumer side, kept by a region's owner for each entry.
