@@ -18,3 +18,11 @@ func TestConformance(t *testing.T) {
 	left, _ := filepath.Glob(filepath.Join("/dev/shm", "gofabric-shm."+itoa(os.Getuid())+"."+itoa(os.Getpid())+"*"))
 	require.Empty(t, left, "region files left behind")
 }
+
+// TestConformanceNoCMA runs the same groups with cross-memory attach
+// disabled, as where the kernel refuses it: large messages go through
+// the bounce chunks and RMA in inline pieces.
+func TestConformanceNoCMA(t *testing.T) {
+	t.Setenv("FI_SHM_DISABLE_CMA", "1")
+	fabtests.Run(t, fabtests.Config{Provider: "shm", Groups: []string{"rdm", "tagged", "rma"}})
+}
