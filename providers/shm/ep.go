@@ -261,7 +261,7 @@ func (e *endpoint) Enable() error {
 		}
 	}
 	for _, s := range e.sets {
-		s.add(e)
+		s.Add(e)
 	}
 	e.enabled.Store(true)
 	return nil
@@ -293,7 +293,7 @@ func (e *endpoint) Close() error {
 	}
 	e.mu.Unlock()
 	for _, s := range e.sets {
-		s.remove(e)
+		s.Remove(e)
 	}
 	e.nameMu.Lock()
 	e.region.close()

@@ -2,11 +2,11 @@ package shm
 
 import (
 	"math/bits"
-	"reflect"
 	"time"
 
 	"github.com/gofabric/gofabric/eq"
 	"github.com/gofabric/gofabric/fi"
+	"github.com/gofabric/gofabric/internal/provutil"
 	"golang.org/x/sys/unix"
 )
 
@@ -1022,7 +1022,7 @@ func (d *dataPath) cancelRecv(e *endpoint, ctx any) bool {
 			l = d.trecvs
 		}
 		for k := range l {
-			if sameContext(l[k].ctx, ctx) {
+			if provutil.SameContext(l[k].ctx, ctx) {
 				r := d.take(tagged, k)
 				e.failRecv(&r, fi.ECANCELED, 0)
 				return true
@@ -1030,14 +1030,6 @@ func (d *dataPath) cancelRecv(e *endpoint, ctx any) bool {
 		}
 	}
 	return false
-}
-
-func sameContext(a, b any) bool {
-	if a == nil || b == nil {
-		return a == nil && b == nil
-	}
-	ta := reflect.TypeOf(a)
-	return ta == reflect.TypeOf(b) && ta.Comparable() && a == b
 }
 
 // gather copies the segments into dst, which holds their total length.

@@ -2,48 +2,20 @@ package shm
 
 import (
 	"context"
-	"slices"
 	"sync"
-	"sync/atomic"
+
+	"github.com/gofabric/gofabric/internal/provutil"
 )
 
 // epSet is the set of endpoints a completion queue or counter drives:
 // reading the queue runs their progress (FI_PROGRESS_MANUAL), and a
-// reader about to block sleeps on their doorbells. Adding and removing
-// copy the slice, so progress reads it with one atomic load.
-type epSet struct {
-	mu  sync.Mutex // serialises add and remove
-	eps atomic.Pointer[[]*endpoint]
-}
-
-func (s *epSet) add(e *endpoint) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var cur []*endpoint
-	if p := s.eps.Load(); p != nil {
-		cur = *p
-	}
-	if !slices.Contains(cur, e) {
-		next := append(slices.Clip(cur), e)
-		s.eps.Store(&next)
-	}
-}
-
-func (s *epSet) remove(e *endpoint) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if p := s.eps.Load(); p != nil {
-		next := slices.DeleteFunc(slices.Clone(*p), func(x *endpoint) bool { return x == e })
-		s.eps.Store(&next)
-	}
-}
+// reader about to block sleeps on their doorbells.
+type epSet struct{ provutil.Set[*endpoint] }
 
 // progress is the queue's progress hook.
 func (s *epSet) progress() {
-	if p := s.eps.Load(); p != nil {
-		for _, e := range *p {
-			e.progress()
-		}
+	for _, e := range s.Load() {
+		e.progress()
 	}
 }
 
@@ -52,12 +24,11 @@ func (s *epSet) progress() {
 // sleeps on their doorbells until one rings or ctx ends (an entry, a
 // signal, the reader's deadline). It does not spin.
 func (s *epSet) wait(ctx context.Context) error {
-	p := s.eps.Load()
-	if p == nil || len(*p) == 0 {
+	eps := s.Load()
+	if len(eps) == 0 {
 		<-ctx.Done()
 		return nil
 	}
-	eps := *p
 	for _, e := range eps {
 		if e.sleep() {
 			for _, x := range eps {

@@ -191,7 +191,7 @@ func (e *endpoint) Enable() error {
 		}
 	}
 	for _, s := range e.sets {
-		s.add(e)
+		s.Add(e)
 	}
 	return nil
 }
@@ -353,7 +353,7 @@ func (e *endpoint) Close() error {
 	e.mu.Unlock()
 	e.autoWG.Wait()
 	for _, s := range e.sets {
-		s.remove(e)
+		s.Remove(e)
 	}
 	e.bind.Release()
 	e.domain.ref.Release()

@@ -1,10 +1,9 @@
 package tcp
 
 import (
-	"reflect"
-
 	"github.com/gofabric/gofabric/eq"
 	"github.com/gofabric/gofabric/fi"
+	"github.com/gofabric/gofabric/internal/provutil"
 	"golang.org/x/sys/unix"
 )
 
@@ -667,7 +666,7 @@ func (d *dataPath) postRecv(e *endpoint, r *rxEntry) error {
 func (d *dataPath) cancelRecv(e *endpoint, ctx any) bool {
 	for k := range d.recvCount {
 		i := (d.recvHead + k) % queueSize
-		if !sameContext(d.recvs[i].ctx, ctx) {
+		if !provutil.SameContext(d.recvs[i].ctx, ctx) {
 			continue
 		}
 		r := d.recvs[i]
@@ -680,19 +679,6 @@ func (d *dataPath) cancelRecv(e *endpoint, ctx any) bool {
 		return true
 	}
 	return false
-}
-
-// sameContext compares operation contexts without panicking on values
-// Go cannot compare.
-func sameContext(a, b any) bool {
-	if a == nil || b == nil {
-		return a == nil && b == nil
-	}
-	ta := reflect.TypeOf(a)
-	if ta != reflect.TypeOf(b) || !ta.Comparable() {
-		return false
-	}
-	return a == b
 }
 
 func (d *dataPath) recvFailed(e *endpoint, r *rxEntry, code fi.Errno) {

@@ -3,12 +3,12 @@ package tcp
 import (
 	"context"
 	"os"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 
+	"github.com/gofabric/gofabric/internal/provutil"
 	"golang.org/x/sys/unix"
 )
 
@@ -16,45 +16,14 @@ import (
 // endpoints bound to a completion queue, counter or event queue. Reading
 // the queue runs progress on each of them (fi_cq_read drives the data
 // path), and a reader about to block hands them to their background
-// progress. Adding and removing copy the slice, so progress reads it with
-// one atomic load and no lock.
-type epSet struct {
-	mu  sync.Mutex // serialises add and remove
-	eps atomic.Pointer[[]*endpoint]
-}
-
-func (s *epSet) add(e *endpoint) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var cur []*endpoint
-	if p := s.eps.Load(); p != nil {
-		cur = *p
-	}
-	if slices.Contains(cur, e) {
-		return
-	}
-	next := append(slices.Clip(cur), e)
-	s.eps.Store(&next)
-}
-
-func (s *epSet) remove(e *endpoint) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	p := s.eps.Load()
-	if p == nil {
-		return
-	}
-	next := slices.DeleteFunc(slices.Clone(*p), func(x *endpoint) bool { return x == e })
-	s.eps.Store(&next)
-}
+// progress.
+type epSet struct{ provutil.Set[*endpoint] }
 
 // progress is the queue's progress hook.
 func (s *epSet) progress() {
-	if p := s.eps.Load(); p != nil {
-		for _, e := range *p {
-			e.polls.Add(1)
-			e.progress()
-		}
+	for _, e := range s.Load() {
+		e.polls.Add(1)
+		e.progress()
 	}
 }
 
@@ -64,11 +33,9 @@ func (s *epSet) progress() {
 // once, and sleeps until the queue wakes it (an entry, a signal, the
 // reader's context).
 func (s *epSet) wait(ctx context.Context) error {
-	if p := s.eps.Load(); p != nil {
-		for _, e := range *p {
-			if a := e.auto.Load(); a != nil {
-				a.idle()
-			}
+	for _, e := range s.Load() {
+		if a := e.auto.Load(); a != nil {
+			a.idle()
 		}
 	}
 	<-ctx.Done()
