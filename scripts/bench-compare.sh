@@ -11,7 +11,8 @@
 #   -p PROV    provider (default tcp)            -e EP     endpoint type (default msg)
 #   -s SIZES   comma list of sizes in bytes (default 64,1048576)
 #   -I ITERS   -I per size: one value, or a comma list matching -s
-#              (default: 20000 up to 4 KiB, 10000 up to 64 KiB, 2000 above)
+#              (default: 20000 up to 4 KiB, 10000 up to 64 KiB, 2000 above;
+#              for shm 1000000, 100000 and 5000, runs of similar length)
 #   -r ROUNDS  interleaved rounds per implementation (default 5)
 #   -t SECS    timeout of each process (default 120)
 #   -q SECS    quiet gate: before each run wait, at most SECS (default 180; 0 = off),
@@ -58,7 +59,10 @@ if ((${#iter_list[@]} == 1)); then
 	for ((i = 1; i < ${#size_list[@]}; i++)); do iter_list+=("${iter_list[0]}"); done
 elif ((${#iter_list[@]} == 0)); then
 	for s in "${size_list[@]}"; do
-		if ((s <= 4096)); then iter_list+=(20000); elif ((s <= 65536)); then iter_list+=(10000); else iter_list+=(2000); fi
+		if [[ $prov == shm ]]; then
+			# shared memory is ~100x faster: runs of the same length
+			if ((s <= 4096)); then iter_list+=(1000000); elif ((s <= 65536)); then iter_list+=(100000); else iter_list+=(5000); fi
+		elif ((s <= 4096)); then iter_list+=(20000); elif ((s <= 65536)); then iter_list+=(10000); else iter_list+=(2000); fi
 	done
 fi
 ((${#iter_list[@]} == ${#size_list[@]})) || die "-I lists ${#iter_list[@]} values for ${#size_list[@]} sizes"
