@@ -64,6 +64,9 @@ var groups = []group{
 	{"rdm", testRDM},
 	{"tagged", testTagged},
 	{"rma", testRDMRMA},
+	{"close", testClose},
+	{"concurrency", testConcurrency},
+	{"badinput", testBadInput},
 }
 
 // Groups returns the names of the suite's groups, in the order Run runs
