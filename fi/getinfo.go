@@ -80,13 +80,14 @@ func (f provFilter) allows(name string) bool {
 }
 
 // mayAllow reports whether the filter may let any entry of the provider
-// named core through; known holds the lower-case names of all candidate
+// named name through; known holds the lower-case names of all candidate
 // providers. A plain name that is no provider's is taken for a utility
 // layer ("ofi_rxm") that any provider may offer.
-func (f provFilter) mayAllow(core string, known map[string]bool) bool {
+func (f provFilter) mayAllow(name string, known map[string]bool) bool {
 	if len(f.names) == 0 {
 		return true
 	}
+	core := CoreProviderName(name) // a registered layering ("tcp;hook") has its core's entries
 	if f.negate {
 		return !slices.ContainsFunc(f.names, func(sel string) bool { return strings.EqualFold(sel, core) })
 	}

@@ -1,0 +1,340 @@
+// Package hook is gofabric's hook layer, after libfabric's hook providers
+// (fi_hook(7)): a provider that wraps another registered provider, passes
+// every call through, and on the way injects the faults it was given.
+// The conformance suite uses it to show that its tests fail against a
+// provider that breaks the rules (fabtests' own tests); a hook provider is
+// a testing tool, not something to deploy.
+//
+// Register a hook under a new name; its entries are the inner provider's
+// with prov_name "<inner>;<name>" (a layer over the core provider, as
+// "tcp;ofi_rxm" is), selected by that name (hints or FI_PROVIDER).
+// Because a plain "tcp" selector also selects "tcp;<name>", register
+// hooks only in programs or test binaries that want them.
+//
+// What is wrapped: fabrics, domains, event queues (events name the
+// wrapping objects), passive and active endpoints, and completion queues.
+// Address vectors, counters and memory regions are the inner provider's.
+// A wrapped endpoint offers the abilities the inner one has among
+// ep.CM, ep.Namer, ep.Msg, ep.Tagged and ep.RMA.
+package hook
+
+import (
+	"context"
+	"sync"
+
+	"github.com/cockroachdb/errors"
+	"github.com/gofabric/gofabric/ep"
+	"github.com/gofabric/gofabric/eq"
+	"github.com/gofabric/gofabric/fi"
+)
+
+// Faults are what a hook breaks.
+type Faults struct {
+	// DropShutdown: event queues never deliver eq.Shutdown.
+	DropShutdown bool
+	// TruncateCMData, when positive: Connect, Accept and Reject pass on at
+	// most this many bytes of private data, silently.
+	TruncateCMData int
+	// HideRMAErrors: an RMA operation's error entry is reported as a
+	// successful completion (as if the target skipped its key check).
+	HideRMAErrors bool
+}
+
+// Register registers a hook provider named inner+";"+name over the
+// registered provider inner (fi.Register; it panics on a duplicate name).
+func Register(name, inner string, f Faults) error {
+	in, ok := fi.LookupProvider(inner)
+	if !ok {
+		return errors.Wrapf(fi.ENODATA, "hook: no provider %q to wrap", inner)
+	}
+	fi.Register(&provider{name: in.Name() + ";" + name, inner: in, f: f})
+	return nil
+}
+
+type provider struct {
+	name  string
+	inner fi.Provider
+	f     Faults
+}
+
+// Name returns "<inner>;<hook>".
+func (p *provider) Name() string { return p.name }
+
+// Version returns the inner provider's version.
+func (p *provider) Version() fi.Version { return p.inner.Version() }
+
+// GetInfo returns the inner provider's entries under the hook's name
+// (fi_getinfo).
+func (p *provider) GetInfo(ctx context.Context, node, service string, flags fi.Flags, hints *fi.Info) ([]*fi.Info, error) {
+	h := hints.Clone()
+	h.FabricAttr.ProvName = p.inner.Name()
+	infos, err := p.inner.GetInfo(ctx, node, service, flags, h)
+	if err != nil {
+		return nil, errors.Wrapf(err, "hook %s", p.name)
+	}
+	for _, i := range infos {
+		if i.FabricAttr != nil {
+			i.FabricAttr.ProvName = p.name
+		}
+	}
+	return infos, nil
+}
+
+// OpenFabric opens the inner fabric and wraps it (fi_fabric).
+func (p *provider) OpenFabric(attr *fi.FabricAttr) (fi.Fabric, error) {
+	a := *attr
+	a.ProvName = p.inner.Name()
+	f, err := p.inner.OpenFabric(&a)
+	if err != nil {
+		return nil, err
+	}
+	return &fabric{inner: f, h: &hooks{f: p.f}}, nil
+}
+
+// hooks is the state a hook's objects share: its faults and the map from
+// inner objects to their wrappers, for the fids of events.
+type hooks struct {
+	f  Faults
+	mu sync.Mutex
+	// outer maps inner endpoints to their wrappers.
+	outer map[fi.Fid]fi.Fid
+}
+
+func (h *hooks) remember(inner, outer fi.Fid) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.outer == nil {
+		h.outer = map[fi.Fid]fi.Fid{}
+	}
+	h.outer[inner] = outer
+}
+
+func (h *hooks) forget(inner fi.Fid) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.outer, inner)
+}
+
+func (h *hooks) wrapper(inner fi.Fid) fi.Fid {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if o, ok := h.outer[inner]; ok {
+		return o
+	}
+	return inner
+}
+
+func (h *hooks) cmData(b []byte) []byte {
+	if n := h.f.TruncateCMData; n > 0 && len(b) > n {
+		return b[:n]
+	}
+	return b
+}
+
+// unwrap returns the inner object of a wrapper, or obj itself.
+func unwrap(obj fi.Fid) fi.Fid {
+	switch o := obj.(type) {
+	case *eventQueue:
+		return o.inner
+	case *completionQueue:
+		return o.inner
+	}
+	return obj
+}
+
+type fabric struct {
+	inner fi.Fabric
+	h     *hooks
+}
+
+func (f *fabric) Close() error { return f.inner.Close() }
+
+func (f *fabric) OpenDomain(info *fi.Info) (fi.Domain, error) {
+	d, err := f.inner.OpenDomain(info)
+	if err != nil {
+		return nil, err
+	}
+	return &domain{inner: d, h: f.h}, nil
+}
+
+func (f *fabric) OpenEQ(attr *eq.Attr) (eq.EventQueue, error) {
+	q, err := eq.OpenEQ(f.inner, attr)
+	if err != nil {
+		return nil, err
+	}
+	return &eventQueue{inner: q, h: f.h}, nil
+}
+
+func (f *fabric) OpenPassive(info *fi.Info) (ep.PassiveEndpoint, error) {
+	p, err := ep.OpenPassive(f.inner, info)
+	if err != nil {
+		return nil, err
+	}
+	w := &passive{inner: p, h: f.h}
+	f.h.remember(p, w)
+	return w, nil
+}
+
+type domain struct {
+	inner fi.Domain
+	h     *hooks
+}
+
+func (d *domain) Close() error   { return d.inner.Close() }
+func (d *domain) Info() *fi.Info { return d.inner.Info() }
+
+func (d *domain) OpenCQ(attr *eq.CQAttr) (eq.CompletionQueue, error) {
+	q, err := eq.OpenCQ(d.inner, attr)
+	if err != nil {
+		return nil, err
+	}
+	return &completionQueue{inner: q, h: d.h}, nil
+}
+
+func (d *domain) OpenCounter(attr *eq.CounterAttr) (eq.Counter, error) {
+	return eq.OpenCounter(d.inner, attr)
+}
+
+func (d *domain) RegisterMR(attr *fi.MRAttr, flags fi.Flags) (fi.MR, error) {
+	return fi.RegisterMR(d.inner, attr, flags)
+}
+
+func (d *domain) OpenAV(attr *fi.AVAttr) (fi.AV, error) { return fi.OpenAV(d.inner, attr) }
+
+func (d *domain) OpenEndpoint(info *fi.Info) (ep.Endpoint, error) {
+	e, err := ep.Open(d.inner, info)
+	if err != nil {
+		return nil, err
+	}
+	w := wrapEndpoint(e, d.h)
+	d.h.remember(e, w)
+	return w, nil
+}
+
+// eventQueue delivers the inner queue's events with the wrappers' fids,
+// less the ones the faults drop.
+type eventQueue struct {
+	inner eq.EventQueue
+	h     *hooks
+}
+
+func (q *eventQueue) Close() error { return q.inner.Close() }
+
+func (q *eventQueue) Write(ev eq.Event) error { return q.inner.Write(ev) }
+
+func (q *eventQueue) Read() (eq.Event, error) {
+	for {
+		ev, err := q.inner.Read()
+		if err != nil || !q.drop(ev) {
+			return q.outer(ev), err
+		}
+	}
+}
+
+func (q *eventQueue) Peek() (eq.Event, error) {
+	ev, err := q.inner.Peek()
+	return q.outer(ev), err
+}
+
+func (q *eventQueue) SRead(ctx context.Context) (eq.Event, error) {
+	for {
+		ev, err := q.inner.SRead(ctx)
+		if err != nil || !q.drop(ev) {
+			return q.outer(ev), err
+		}
+	}
+}
+
+func (q *eventQueue) ReadErr() (*eq.EQError, error) {
+	e, err := q.inner.ReadErr()
+	if e != nil {
+		c := *e
+		c.Fid = q.h.wrapper(c.Fid)
+		return &c, err
+	}
+	return e, err
+}
+
+func (q *eventQueue) drop(ev eq.Event) bool {
+	_, shut := ev.(*eq.Shutdown)
+	return shut && q.h.f.DropShutdown
+}
+
+// outer rewrites an event's fid to the wrapper's.
+func (q *eventQueue) outer(ev eq.Event) eq.Event {
+	switch e := ev.(type) {
+	case *eq.ConnReq:
+		c := *e
+		c.Fid = q.h.wrapper(c.Fid)
+		return &c
+	case *eq.Connected:
+		c := *e
+		c.Fid = q.h.wrapper(c.Fid)
+		return &c
+	case *eq.Shutdown:
+		c := *e
+		c.Fid = q.h.wrapper(c.Fid)
+		return &c
+	}
+	return ev
+}
+
+// completionQueue passes completions through, turning RMA error entries
+// into successes under HideRMAErrors; another error entry it had to look
+// at waits in pending for ReadErr.
+type completionQueue struct {
+	inner   eq.CompletionQueue
+	h       *hooks
+	mu      sync.Mutex // guards pending
+	pending *eq.CQError
+}
+
+func (q *completionQueue) Close() error { return q.inner.Close() }
+
+func (q *completionQueue) Read(entries []eq.Completion) (int, error) {
+	return q.read(entries, nil, func() (int, error) { return q.inner.Read(entries) })
+}
+
+func (q *completionQueue) ReadFrom(entries []eq.Completion, src []fi.Addr) (int, error) {
+	return q.read(entries, src, func() (int, error) { return q.inner.ReadFrom(entries, src) })
+}
+
+func (q *completionQueue) SRead(ctx context.Context, entries []eq.Completion) (int, error) {
+	return q.read(entries, nil, func() (int, error) { return q.inner.SRead(ctx, entries) })
+}
+
+func (q *completionQueue) ReadErr() (*eq.CQError, error) {
+	q.mu.Lock()
+	e := q.pending
+	q.pending = nil
+	q.mu.Unlock()
+	if e != nil {
+		return e, nil
+	}
+	return q.inner.ReadErr()
+}
+
+func (q *completionQueue) read(entries []eq.Completion, src []fi.Addr, read func() (int, error)) (int, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.pending != nil {
+		return 0, fi.EAVAIL
+	}
+	n, err := read()
+	if !q.h.f.HideRMAErrors || err != fi.EAVAIL || len(entries) == 0 {
+		return n, err
+	}
+	e, rerr := q.inner.ReadErr()
+	if rerr != nil || e == nil {
+		return n, err
+	}
+	if e.Flags&fi.FlagRMA == 0 {
+		q.pending = e
+		return 0, fi.EAVAIL
+	}
+	entries[0] = eq.Completion{Context: e.Context, Flags: e.Flags, Len: e.Len, Data: e.Data, Tag: e.Tag}
+	if src != nil {
+		src[0] = fi.AddrUnspec
+	}
+	return 1, nil
+}
