@@ -4,9 +4,10 @@
 //
 //	import _ "github.com/gofabric/gofabric/providers/all"
 //
-// It registers shm (FI_EP_RDM over shared memory) and tcp (FI_EP_MSG over
-// TCP sockets). It reads no environment
-// variables itself; each provider's doc lists the ones it reads.
+// It registers shm (FI_EP_RDM over shared memory), tcp (FI_EP_MSG over
+// TCP sockets) and udp (FI_EP_DGRAM over UDP sockets, with multicast). It
+// reads no environment variables itself; each provider's doc lists the
+// ones it reads.
 package all
 
 import (
@@ -14,4 +15,6 @@ import (
 	_ "github.com/gofabric/gofabric/providers/shm"
 	// tcp registers "tcp" (libfabric 1.17's tcp provider, fi_tcp(7)).
 	_ "github.com/gofabric/gofabric/providers/tcp"
+	// udp registers "udp" (libfabric 1.17's udp provider, fi_udp(7)).
+	_ "github.com/gofabric/gofabric/providers/udp"
 )

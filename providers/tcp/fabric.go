@@ -4,6 +4,7 @@ import (
 	"github.com/cockroachdb/errors"
 	"github.com/gofabric/gofabric/eq"
 	"github.com/gofabric/gofabric/fi"
+	"github.com/gofabric/gofabric/internal/netif"
 	"github.com/gofabric/gofabric/internal/provutil"
 )
 
@@ -35,13 +36,13 @@ func (provider) OpenFabric(attr *fi.FabricAttr) (fi.Fabric, error) {
 		return nil, err
 	}
 	if attr.Name != anyFabricName {
-		ifs, err := listInterfaces("")
+		ifs, err := netif.List("")
 		if err != nil {
 			return nil, err
 		}
 		known := false
 		for _, a := range ifs {
-			known = known || a.fabricName() == attr.Name
+			known = known || a.FabricName() == attr.Name
 		}
 		if !known {
 			return nil, errors.Wrapf(fi.ENODATA, "tcp: open fabric: no fabric %q: it is the subnet of no interface that is up", attr.Name)

@@ -3,13 +3,13 @@ package tcp
 import (
 	"context"
 	"math"
-	"net"
 	"net/netip"
 	"slices"
 	"strings"
 
 	"github.com/cockroachdb/errors"
 	"github.com/gofabric/gofabric/fi"
+	"github.com/gofabric/gofabric/internal/netif"
 	"github.com/gofabric/gofabric/internal/provutil"
 )
 
@@ -115,7 +115,7 @@ func (provider) GetInfo(ctx context.Context, node, service string, flags fi.Flag
 	if err != nil {
 		return nil, err
 	}
-	ifs, err := listInterfaces(p.iface)
+	ifs, err := netif.List(p.iface)
 	switch {
 	case err != nil:
 		return nil, err
@@ -175,7 +175,7 @@ type candidate struct {
 // candidates picks the entries GetInfo offers for node, service and the
 // hints' addresses, or the reason it offers none. The error is set only
 // for a done ctx.
-func candidates(ctx context.Context, ifs []ifaceAddr, only, node, service string, flags fi.Flags, hints *fi.Info) ([]candidate, string, error) {
+func candidates(ctx context.Context, ifs []netif.Addr, only, node, service string, flags fi.Flags, hints *fi.Info) ([]candidate, string, error) {
 	var h fi.Info
 	if hints != nil {
 		h = *hints
@@ -237,21 +237,21 @@ func candidates(ctx context.Context, ifs []ifaceAddr, only, node, service string
 		cands = append(cands, candidate{info: newEntry(formatOf(srcAP.Addr()), anyDomainName, anyFabricName, false), src: src, dest: dest})
 	case srcAP.IsValid():
 		for _, a := range ifs {
-			if a.addr.WithZone("") == srcAP.Addr().WithZone("") {
-				cands = append(cands, candidate{info: a.entry(false), src: src, dest: dest})
+			if a.Addr.WithZone("") == srcAP.Addr().WithZone("") {
+				cands = append(cands, candidate{info: ifaceEntry(a, false), src: src, dest: dest})
 			}
 		}
 		if len(cands) == 0 {
 			return nil, "src addr " + srcAP.Addr().String() + " is not an address of " + where, nil
 		}
 	case destAP.IsValid():
-		local, err := routeSource(destAP)
+		local, err := netif.RouteSource(destAP)
 		if err != nil {
 			return nil, "no route to " + destAP.Addr().String() + ": " + err.Error(), nil
 		}
 		for _, a := range ifs {
-			if a.addr.WithZone("") == local {
-				cands = append(cands, candidate{info: a.entry(false), src: a.sockaddr(), dest: dest})
+			if a.Addr.WithZone("") == local {
+				cands = append(cands, candidate{info: ifaceEntry(a, false), src: a.Sockaddr(), dest: dest})
 			}
 		}
 		if len(cands) == 0 {
@@ -259,27 +259,16 @@ func candidates(ctx context.Context, ifs []ifaceAddr, only, node, service string
 		}
 	default:
 		for _, a := range ifs {
-			cands = append(cands, candidate{info: a.entry(true), src: a.sockaddr()})
+			cands = append(cands, candidate{info: ifaceEntry(a, true), src: a.Sockaddr()})
 		}
 	}
 	return cands, "", nil
 }
 
-// entry returns the Info entry of a: localOnly for a loopback address
-// when listed marks the interface listing, as in the C provider.
-func (a ifaceAddr) entry(listed bool) *fi.Info {
-	return newEntry(formatOf(a.addr), a.name, a.fabricName(), listed && a.loopback)
-}
-
-// sockaddr returns a's address with port 0 as a struct sockaddr_in or
-// sockaddr_in6.
-func (a ifaceAddr) sockaddr() []byte {
-	_, b, err := fi.SockaddrFromAddrPort(netip.AddrPortFrom(a.addr, 0))
-	if err != nil {
-		// The zone is the interface's index, which always converts.
-		panic(err)
-	}
-	return b
+// ifaceEntry returns the Info entry of a: localOnly for a loopback
+// address when listed marks the interface listing, as in the C provider.
+func ifaceEntry(a netif.Addr, listed bool) *fi.Info {
+	return newEntry(formatOf(a.Addr), a.Name, a.FabricName(), listed && a.Loopback)
 }
 
 func formatOf(a netip.Addr) fi.AddrFormat {
@@ -287,19 +276,4 @@ func formatOf(a netip.Addr) fi.AddrFormat {
 		return fi.FormatSockaddrIn
 	}
 	return fi.FormatSockaddrIn6
-}
-
-// routeSource returns the local address the kernel would send from to
-// reach dest: a UDP socket's address after connect(2), which sends
-// nothing.
-func routeSource(dest netip.AddrPort) (netip.Addr, error) {
-	if dest.Port() == 0 {
-		dest = netip.AddrPortFrom(dest.Addr(), 9) // any port routes alike
-	}
-	c, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(dest))
-	if err != nil {
-		return netip.Addr{}, err
-	}
-	defer c.Close()
-	return c.LocalAddr().(*net.UDPAddr).AddrPort().Addr().Unmap().WithZone(""), nil
 }

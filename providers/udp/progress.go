@@ -1,0 +1,170 @@
+package udp
+
+import (
+	"github.com/gofabric/gofabric/eq"
+	"github.com/gofabric/gofabric/fi"
+	"github.com/gofabric/gofabric/internal/provutil"
+	"golang.org/x/sys/unix"
+)
+
+// The receive side of an endpoint: the posted receives in order, filled
+// from the socket and the joined groups' sockets by progress, under the
+// endpoint's mu, without blocking and without allocating. A datagram goes
+// to the oldest posted receive whatever its sender (there is no
+// FI_DIRECTED_RECV); one longer than that receive's buffers fills them and
+// completes with an fi.ETRUNC error entry whose OLen is the bytes lost.
+// Datagrams wait in the socket while no receive is posted, and the kernel
+// drops what does not fit there: there is no reliability.
+
+// rxEntry is a posted receive.
+type rxEntry struct {
+	niov   int
+	size   int
+	report bool
+	ctx    any
+	iov    [iovLimit][]byte
+}
+
+// recvPath is the receive state.
+type recvPath struct {
+	ring       [queueSize]rxEntry
+	head, size int
+	msg        msgScratch
+	// srcName, srcAddr and srcVer cache the last sender's fi.Addr for
+	// FI_SOURCE while the AV's version is srcVer+1 (0: nothing cached).
+	srcName [unix.SizeofSockaddrInet6]byte
+	srcLen  int
+	srcAddr fi.Addr
+	srcVer  uint64
+}
+
+// post queues a receive; bare fi.EAGAIN when queueSize are posted.
+func (r *recvPath) post(x *rxEntry) error {
+	if r.size == queueSize {
+		return fi.EAGAIN
+	}
+	r.ring[(r.head+r.size)%queueSize] = *x
+	r.size++
+	return nil
+}
+
+// pop removes the oldest receive into x.
+func (r *recvPath) pop(x *rxEntry) {
+	*x = r.ring[r.head]
+	r.ring[r.head] = rxEntry{}
+	r.head = (r.head + 1) % queueSize
+	r.size--
+}
+
+// cancel completes the receive posted with ctx as fi.ECANCELED; false when
+// there is none.
+func (r *recvPath) cancel(e *endpoint, ctx any) bool {
+	for k := range r.size {
+		i := (r.head + k) % queueSize
+		if !provutil.SameContext(r.ring[i].ctx, ctx) {
+			continue
+		}
+		x := r.ring[i]
+		for ; k < r.size-1; k++ {
+			r.ring[(r.head+k)%queueSize] = r.ring[(r.head+k+1)%queueSize]
+		}
+		r.ring[(r.head+r.size-1)%queueSize] = rxEntry{}
+		r.size--
+		e.posted.Add(-1)
+		e.failRecv(&x, fi.ECANCELED, 0, 0)
+		return true
+	}
+	return false
+}
+
+// cancelAll completes every posted receive as fi.ECANCELED: the endpoint
+// closes.
+func (r *recvPath) cancelAll(e *endpoint) {
+	var x rxEntry
+	for r.size > 0 {
+		r.pop(&x)
+		e.posted.Add(-1)
+		e.failRecv(&x, fi.ECANCELED, 0, 0)
+	}
+}
+
+// progress runs the endpoint's receive side: the progress hook of the
+// queues it is bound to. With no receive posted it returns after one
+// atomic load.
+func (e *endpoint) progress() {
+	if e.posted.Load() == 0 || !e.enabled.Load() {
+		return
+	}
+	e.mu.Lock()
+	e.rx.progress(e)
+	e.mu.Unlock()
+}
+
+// progress fills posted receives from the endpoint's socket, then from
+// each joined group's, while receives are posted and datagrams wait.
+func (r *recvPath) progress(e *endpoint) {
+	if r.size == 0 || e.ref.Closed() {
+		return
+	}
+	for r.size > 0 && r.recvFrom(e, e.fd, 0) {
+	}
+	if gs := e.groups.Load(); gs != nil {
+		for _, g := range *gs {
+			if g == nil || g.fd < 0 {
+				continue
+			}
+			for r.size > 0 && r.recvFrom(e, g.fd, fi.FlagMulticast) {
+			}
+		}
+	}
+}
+
+// recvFrom receives one datagram from fd into the oldest posted receive
+// and completes it; false when fd has none.
+func (r *recvPath) recvFrom(e *endpoint, fd int, flags fi.Flags) bool {
+	x := &r.ring[r.head]
+	n, name, err := r.msg.recvMsg(fd, x.iov[:x.niov])
+	if err == unix.EAGAIN {
+		return false
+	}
+	var done rxEntry
+	r.pop(&done)
+	e.posted.Add(-1)
+	switch {
+	case err != nil:
+		e.failRecv(&done, errnoOf(err), 0, 0)
+	case n > done.size:
+		e.failRecv(&done, fi.ETRUNC, done.size, n-done.size)
+	default:
+		if done.report && e.rxcq != nil {
+			src := fi.AddrUnspec
+			if e.info.Caps&fi.CapSource != 0 {
+				src = r.source(e, name)
+			}
+			_ = e.rxcq.CompleteOverflow(eq.Completion{Context: done.ctx, Flags: fi.FlagRecv | fi.FlagMsg | flags, Len: n}, src)
+		}
+	}
+	return true
+}
+
+// source returns the fi.Addr of the sender name in the endpoint's AV
+// (fi.AddrUnspec, FI_ADDR_NOTAVAIL, when it is not there), from the cache
+// while the AV has not changed.
+func (r *recvPath) source(e *endpoint, name []byte) fi.Addr {
+	v := e.av.Version() + 1
+	if v == r.srcVer && r.srcLen == len(name) && string(r.srcName[:r.srcLen]) == string(name) {
+		return r.srcAddr
+	}
+	r.srcAddr = e.av.Find(name)
+	r.srcLen = copy(r.srcName[:], name)
+	r.srcVer = v
+	return r.srcAddr
+}
+
+// failRecv queues an error entry for a receive: code, with the bytes
+// placed and lost for fi.ETRUNC.
+func (e *endpoint) failRecv(x *rxEntry, code fi.Errno, n, olen int) {
+	if e.rxcq != nil {
+		_ = e.rxcq.CompleteErr(&eq.CQError{Context: x.ctx, Flags: fi.FlagRecv | fi.FlagMsg, Len: n, OLen: olen, Err: code})
+	}
+}

@@ -1,0 +1,125 @@
+package udp
+
+import (
+	"unsafe"
+
+	"github.com/gofabric/gofabric/fi"
+	"golang.org/x/sys/unix"
+)
+
+// The data path's system calls: raw, non-blocking (every socket has
+// O_NONBLOCK), on descriptors the runtime's netpoller does not know, with
+// arguments the caller owns, so they neither block nor allocate. A
+// datagram of at most maxMsgSize bytes is copied by the kernel within
+// microseconds, so the scheduler need not hear of the calls.
+
+// msgScratch is a struct msghdr with its iovec array and address buffer,
+// owned by one endpoint side and used under that side's lock.
+type msgScratch struct {
+	h    unix.Msghdr
+	iov  [iovLimit]unix.Iovec
+	name [unix.SizeofSockaddrInet6]byte
+}
+
+// setIOV points the header at bufs, skipping empty ones.
+func (m *msgScratch) setIOV(bufs [][]byte) {
+	n := 0
+	for _, b := range bufs {
+		if len(b) == 0 {
+			continue
+		}
+		m.iov[n].Base = &b[0]
+		m.iov[n].SetLen(len(b))
+		n++
+	}
+	m.h.Iov = nil
+	if n > 0 {
+		m.h.Iov = &m.iov[0]
+	}
+	m.h.SetIovlen(n)
+}
+
+// clear drops the references to the caller's buffers and address, so the
+// scratch keeps no user memory alive.
+func (m *msgScratch) clear() {
+	for i := range m.iov {
+		m.iov[i].Base = nil
+	}
+	m.h.Iov, m.h.Name = nil, nil
+}
+
+// sendTo sends buf to the sockaddr sa as one datagram (sendto(2)). It
+// returns a bare errno: unix.EAGAIN when the socket buffer is full.
+func sendTo(fd int, buf, sa []byte) error {
+	var p unsafe.Pointer
+	if len(buf) > 0 {
+		p = unsafe.Pointer(&buf[0])
+	}
+	for {
+		_, _, e := unix.RawSyscall6(unix.SYS_SENDTO, uintptr(fd), uintptr(p), uintptr(len(buf)),
+			0, uintptr(unsafe.Pointer(&sa[0])), uintptr(len(sa)))
+		if e == unix.EINTR {
+			continue
+		}
+		if e != 0 {
+			return e
+		}
+		return nil
+	}
+}
+
+// sendMsg sends bufs to sa as one datagram (sendmsg(2)), with sendTo's
+// results.
+func (m *msgScratch) sendMsg(fd int, bufs [][]byte, sa []byte) error {
+	m.setIOV(bufs)
+	m.h.Name = &sa[0]
+	m.h.Namelen = uint32(len(sa))
+	defer m.clear()
+	for {
+		_, _, e := unix.RawSyscall(unix.SYS_SENDMSG, uintptr(fd), uintptr(unsafe.Pointer(&m.h)), 0)
+		if e == unix.EINTR {
+			continue
+		}
+		if e != 0 {
+			return e
+		}
+		return nil
+	}
+}
+
+// recvMsg receives one datagram into bufs (recvmsg(2) with MSG_TRUNC). It
+// returns the datagram's full length, which exceeds the buffers' when it
+// was truncated, and the sender's address, a view of m.name valid until
+// the next call; unix.EAGAIN when nothing is queued.
+func (m *msgScratch) recvMsg(fd int, bufs [][]byte) (int, []byte, error) {
+	m.setIOV(bufs)
+	m.h.Name = &m.name[0]
+	m.h.Namelen = uint32(len(m.name))
+	m.h.Flags = 0
+	defer m.clear()
+	for {
+		n, _, e := unix.RawSyscall(unix.SYS_RECVMSG, uintptr(fd), uintptr(unsafe.Pointer(&m.h)), unix.MSG_TRUNC)
+		if e == unix.EINTR {
+			continue
+		}
+		if e != 0 {
+			return 0, nil, e
+		}
+		return int(n), m.name[:min(int(m.h.Namelen), len(m.name))], nil
+	}
+}
+
+// errnoOf maps a socket error to the fi.Errno it reports: the errno for
+// the codes fi knows, fi.EIO otherwise. Bare, for the data path.
+func errnoOf(err error) fi.Errno {
+	if e, ok := err.(unix.Errno); ok {
+		if e == unix.EAGAIN || e == unix.ENOBUFS {
+			return fi.EAGAIN
+		}
+		if c := fi.Code(e); c != fi.EOTHER {
+			return c
+		}
+		return fi.EIO
+	}
+	return fi.Code(err)
+}
