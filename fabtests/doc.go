@@ -46,6 +46,28 @@
 //   - rma: RMA over FI_EP_RDM (fi_rma(3)): write, read and writedata of
 //     8 B to 1 MiB, and refused accesses (wrong key, out of range,
 //     missing FI_REMOTE_READ/FI_REMOTE_WRITE).
+//   - dgram: messages over unreliable datagram endpoints (FI_EP_DGRAM,
+//     fi_msg(3)): send, inject and senddata both ways, FI_SOURCE (the
+//     sender's fi.Addr, or fi.AddrUnspec for a sender not in the AV),
+//     sizes from 0 B to the Info's max_msg_size, sends above it and
+//     injects above inject_size refused with fi.EMSGSIZE or fi.EINVAL,
+//     truncation (ETRUNC with OLen). The suite assumes neither order nor
+//     reliability: every receive is posted before the datagram it
+//     expects, nothing is retried, and it relies only on loopback
+//     delivering what was sent.
+//   - multicast (where the Info offers FI_MULTICAST; fi_cm(3) fi_join,
+//     fi_mc_addr, FI_JOIN_COMPLETE): joins refused without a bound event
+//     queue, for a non-multicast address (fi.EINVAL), twice, with
+//     reserved flags, or with FI_SEND/FI_RECV on an endpoint that cannot
+//     send/receive; no sends to the group from a member joined with
+//     FI_RECV; eq.JoinComplete with the join's context and group;
+//     leave (Close) and join again; and a sender joined with FI_SEND and
+//     three members in their own processes joined with 0, FI_RECV and
+//     FI_SEND: each member receives exactly what its flags allow (a
+//     send-only member, the sender too, nothing), and a member that
+//     closed its group receives nothing more. Group addresses are random
+//     239.255.x.y with random ports, sent to with fi_sendmsg and
+//     FI_MULTICAST.
 //
 // # Two processes
 //
@@ -63,5 +85,23 @@
 // fail, and its endpoint to go on working with another peer. Set
 // Config.SingleProcess to skip the "2proc" subtests.
 //
-// Later groups (multicast) join as providers offer them.
+// dgram/send-recv runs the same way; multicast/members runs only as
+// "2proc", and starts three peer processes (its members).
+//
+// # Network namespace
+//
+// The multicast group sends IP multicast, which needs a route and must
+// reach no real network: it runs inside a network namespace that the
+// test creates with ip-netns(8) (named gofabric-fabtests-PID-N), its
+// loopback up with the route 224.0.0.0/4. The test process stays
+// outside: it re-executes the test binary under "ip netns exec" with
+// -test.run anchored to the group (plus the deeper levels of its own
+// -test.run) and GOFABRIC_FABTESTS_NETNS set, reports each test that
+// process ran as a subtest of the same name, with that test's output for
+// a failure or skip, and deletes the namespace at cleanup; namespaces
+// left by a killed run are deleted by the next. The member processes
+// start from inside, so they share the namespace. Creating a namespace
+// needs root and ip(8): without them the group is skipped with the
+// reason, except when the CI environment variable is set, where it
+// fails. Config.SingleProcess skips the group.
 package fabtests

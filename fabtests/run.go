@@ -64,6 +64,8 @@ var groups = []group{
 	{"rdm", testRDM},
 	{"tagged", testTagged},
 	{"rma", testRDMRMA},
+	{"dgram", testDgram},
+	{"multicast", testMulticast},
 	{"close", testClose},
 	{"concurrency", testConcurrency},
 	{"badinput", testBadInput},

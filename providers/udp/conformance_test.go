@@ -6,10 +6,11 @@ import (
 	"github.com/gofabric/gofabric/fabtests"
 )
 
-// TestConformance runs the conformance suite's unit groups on the
-// provider; the counter and MR groups skip (the domain has neither, as in
+// TestConformance runs the conformance suite's unit, dgram and multicast
+// groups on the provider (multicast in a network namespace the suite
+// creates); the counter and MR groups skip (the domain has neither, as in
 // C).
 func TestConformance(t *testing.T) {
 	cleanEnv(t)
-	fabtests.Run(t, fabtests.Config{Provider: "udp", Groups: []string{"unit"}})
+	fabtests.Run(t, fabtests.Config{Provider: "udp", Groups: []string{"unit", "dgram", "multicast"}})
 }
