@@ -12,16 +12,27 @@ import (
 type endpoint struct {
 	inner ep.Endpoint
 	h     *hooks
+	fm    *faultMsg // the message faults, nil without
 }
 
-func (e *endpoint) Bind(obj fi.Fid, flags fi.Flags) error { return e.inner.Bind(unwrap(obj), flags) }
-func (e *endpoint) Enable() error                         { return e.inner.Enable() }
-func (e *endpoint) Cancel(ctx any) error                  { return e.inner.Cancel(ctx) }
-func (e *endpoint) Info() *fi.Info                        { return e.inner.Info() }
+func (e *endpoint) Bind(obj fi.Fid, flags fi.Flags) error {
+	if q, ok := obj.(*completionQueue); ok && e.fm != nil && flags&fi.FlagSend != 0 {
+		e.fm.mu.Lock()
+		e.fm.txcq = q
+		e.fm.mu.Unlock()
+	}
+	return e.inner.Bind(unwrap(obj), flags)
+}
+func (e *endpoint) Enable() error        { return e.inner.Enable() }
+func (e *endpoint) Cancel(ctx any) error { return e.inner.Cancel(ctx) }
+func (e *endpoint) Info() *fi.Info       { return e.inner.Info() }
 func (e *endpoint) Close() error {
 	err := e.inner.Close()
 	if err == nil {
 		e.h.forget(e.inner)
+		if e.fm != nil {
+			e.h.unregister(e.fm)
+		}
 	}
 	return err
 }
@@ -59,6 +70,11 @@ func wrapEndpoint(e ep.Endpoint, h *hooks) ep.Endpoint {
 	base := endpoint{inner: e, h: h}
 	cm, isCM := e.(ep.CM)
 	m, isMsg := e.(ep.Msg)
+	if isMsg && h.f.faulty() {
+		base.fm = &faultMsg{inner: m, e: e, h: h}
+		h.register(base.fm)
+		m = base.fm
+	}
 	r, isRMA := e.(ep.RMA)
 	if isCM && isMsg && isRMA {
 		return &connectedMsg{connected: connected{endpoint: base, cm: cm, msg: m, RMA: r}, Msg: m}

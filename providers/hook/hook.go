@@ -20,6 +20,8 @@ package hook
 
 import (
 	"context"
+	"math/rand/v2"
+	"slices"
 	"sync"
 
 	"github.com/cockroachdb/errors"
@@ -38,6 +40,14 @@ type Faults struct {
 	// HideRMAErrors: an RMA operation's error entry is reported as a
 	// successful completion (as if the target skipped its key check).
 	HideRMAErrors bool
+
+	// Seed seeds the message faults below (faults.go); each is the
+	// probability, per message, of its fault.
+	Seed                            uint64
+	Drop, Delay, Duplicate, Corrupt float64
+	// Cut is the probability, per message, that a connected endpoint's
+	// connection is shut down before the message.
+	Cut float64
 }
 
 // Register registers a hook provider named inner+";"+name over the
@@ -95,9 +105,14 @@ func (p *provider) OpenFabric(attr *fi.FabricAttr) (fi.Fabric, error) {
 // inner objects to their wrappers, for the fids of events.
 type hooks struct {
 	f  Faults
-	mu sync.Mutex
+	mu sync.Mutex // guards outer and msgs
 	// outer maps inner endpoints to their wrappers.
 	outer map[fi.Fid]fi.Fid
+	// msgs are the endpoints sending through the message faults.
+	msgs []*faultMsg
+
+	rngMu sync.Mutex // guards rng
+	rng   *rand.Rand
 }
 
 func (h *hooks) remember(inner, outer fi.Fid) {
@@ -279,48 +294,124 @@ func (q *eventQueue) outer(ev eq.Event) eq.Event {
 	return ev
 }
 
-// completionQueue passes completions through, turning RMA error entries
-// into successes under HideRMAErrors; another error entry it had to look
-// at waits in pending for ReadErr.
+// completionQueue passes completions through: under HideRMAErrors an RMA
+// error entry becomes a success; under the message faults completions
+// get their application contexts back, frames are checked (a corrupted
+// one becomes an error entry), a duplicate's completion disappears, and
+// a dropped send's made-up completion comes out. Error entries it made or
+// had to look at wait in pending for ReadErr.
 type completionQueue struct {
 	inner   eq.CompletionQueue
 	h       *hooks
-	mu      sync.Mutex // guards pending
-	pending *eq.CQError
+	mu      sync.Mutex // guards pending and made
+	pending []*eq.CQError
+	made    []eq.Completion
 }
 
 func (q *completionQueue) Close() error { return q.inner.Close() }
 
 func (q *completionQueue) Read(entries []eq.Completion) (int, error) {
-	return q.read(entries, nil, func() (int, error) { return q.inner.Read(entries) })
+	return q.read(entries, nil, func(b []eq.Completion, s []fi.Addr) (int, error) { return q.inner.Read(b) })
 }
 
 func (q *completionQueue) ReadFrom(entries []eq.Completion, src []fi.Addr) (int, error) {
-	return q.read(entries, src, func() (int, error) { return q.inner.ReadFrom(entries, src) })
+	return q.read(entries, src, func(b []eq.Completion, s []fi.Addr) (int, error) { return q.inner.ReadFrom(b, s) })
 }
 
+// SRead waits on the inner queue, then reads as Read does.
 func (q *completionQueue) SRead(ctx context.Context, entries []eq.Completion) (int, error) {
-	return q.read(entries, nil, func() (int, error) { return q.inner.SRead(ctx, entries) })
+	for {
+		if n, err := q.Read(entries); err != fi.EAGAIN {
+			return n, err
+		}
+		n, err := q.inner.SRead(ctx, entries)
+		if err != nil && err != fi.EAVAIL {
+			return n, err
+		}
+		if n > 0 || err == fi.EAVAIL {
+			if k, err := q.filter(entries, nil, n, err); k > 0 || err != fi.EAGAIN {
+				return k, err
+			}
+		}
+	}
 }
 
 func (q *completionQueue) ReadErr() (*eq.CQError, error) {
 	q.mu.Lock()
-	e := q.pending
-	q.pending = nil
-	q.mu.Unlock()
-	if e != nil {
+	if len(q.pending) > 0 {
+		e := q.pending[0]
+		q.pending = q.pending[1:]
+		q.mu.Unlock()
 		return e, nil
 	}
-	return q.inner.ReadErr()
+	q.mu.Unlock()
+	for {
+		e, err := q.inner.ReadErr()
+		if err != nil || e == nil || !q.h.f.faulty() {
+			return e, err
+		}
+		if t, ok := translateErr(e); ok {
+			return t, nil
+		}
+	}
 }
 
-func (q *completionQueue) read(entries []eq.Completion, src []fi.Addr, read func() (int, error)) (int, error) {
+func (q *completionQueue) read(entries []eq.Completion, src []fi.Addr, read func([]eq.Completion, []fi.Addr) (int, error)) (int, error) {
+	if q.h.f.faulty() {
+		q.h.releaseAll()
+		q.mu.Lock()
+		if len(q.made) > 0 && len(entries) > 0 {
+			n := copy(entries, q.made)
+			q.made = q.made[n:]
+			for i := range n {
+				if src != nil {
+					src[i] = fi.AddrUnspec
+				}
+			}
+			q.mu.Unlock()
+			return n, nil
+		}
+		q.mu.Unlock()
+	}
 	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.pending != nil {
+	busy := len(q.pending) > 0
+	q.mu.Unlock()
+	if busy {
 		return 0, fi.EAVAIL
 	}
-	n, err := read()
+	n, err := read(entries, src)
+	return q.filter(entries, src, n, err)
+}
+
+// filter applies the faults' translation and HideRMAErrors to what the
+// inner queue returned.
+func (q *completionQueue) filter(entries []eq.Completion, src []fi.Addr, n int, err error) (int, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.h.f.faulty() {
+		k := 0
+		for i := range n {
+			c, bad, ok := translate(entries[i])
+			switch {
+			case !ok:
+			case bad != nil:
+				q.pending = append(q.pending, bad)
+			default:
+				entries[k] = c
+				if src != nil {
+					src[k] = src[i]
+				}
+				k++
+			}
+		}
+		n = k
+		if n == 0 && len(q.pending) > 0 {
+			return 0, fi.EAVAIL
+		}
+		if n == 0 && err == nil {
+			return 0, fi.EAGAIN
+		}
+	}
 	if !q.h.f.HideRMAErrors || err != fi.EAVAIL || len(entries) == 0 {
 		return n, err
 	}
@@ -329,7 +420,7 @@ func (q *completionQueue) read(entries []eq.Completion, src []fi.Addr, read func
 		return n, err
 	}
 	if e.Flags&fi.FlagRMA == 0 {
-		q.pending = e
+		q.pending = append(q.pending, e)
 		return 0, fi.EAVAIL
 	}
 	entries[0] = eq.Completion{Context: e.Context, Flags: e.Flags, Len: e.Len, Data: e.Data, Tag: e.Tag}
@@ -337,4 +428,24 @@ func (q *completionQueue) read(entries []eq.Completion, src []fi.Addr, read func
 		src[0] = fi.AddrUnspec
 	}
 	return 1, nil
+}
+
+// made queues a completion the hook made up.
+func (q *completionQueue) inject(c eq.Completion) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.made = append(q.made, c)
+}
+
+// register and unregister track the endpoints sending through faults.
+func (h *hooks) register(m *faultMsg) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.msgs = append(h.msgs, m)
+}
+
+func (h *hooks) unregister(m *faultMsg) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.msgs = slices.DeleteFunc(h.msgs, func(x *faultMsg) bool { return x == m })
 }
