@@ -28,6 +28,9 @@ func (e *endpoint) Cancel(ctx any) error { return e.inner.Cancel(ctx) }
 func (e *endpoint) Info() *fi.Info       { return e.inner.Info() }
 func (e *endpoint) Close() error {
 	err := e.inner.Close()
+	if e.h.f.CloseTwiceOK && errors.Is(err, fi.EBADF) {
+		return nil
+	}
 	if err == nil {
 		e.h.forget(e.inner)
 		if e.fm != nil {
@@ -75,6 +78,9 @@ func wrapEndpoint(e ep.Endpoint, h *hooks) ep.Endpoint {
 		h.register(base.fm)
 		m = base.fm
 	}
+	if isMsg && h.f.IOVLimitIgnored {
+		m = clipIOV{Msg: m, limit: e.Info().TxAttr.IOVLimit}
+	}
 	r, isRMA := e.(ep.RMA)
 	if isCM && isMsg && isRMA {
 		return &connectedMsg{connected: connected{endpoint: base, cm: cm, msg: m, RMA: r}, Msg: m}
@@ -84,7 +90,38 @@ func wrapEndpoint(e ep.Endpoint, h *hooks) ep.Endpoint {
 	if isNamer && isMsg && isTagged && isRMA {
 		return &unconnectedMsg{unconnected: unconnected{endpoint: base, Namer: n, Tagged: g, RMA: r}, Msg: m}
 	}
+	if j, isJoiner := e.(ep.Joiner); isNamer && isMsg && isJoiner {
+		return &datagram{endpoint: base, Namer: n, Msg: m, Joiner: j}
+	}
 	return &base
+}
+
+// datagram is a wrapped FI_EP_DGRAM endpoint with multicast.
+type datagram struct {
+	endpoint
+	ep.Namer
+	ep.Msg
+	ep.Joiner
+}
+
+// clipIOV drops the segments beyond the limit (IOVLimitIgnored).
+type clipIOV struct {
+	ep.Msg
+	limit int
+}
+
+func (c clipIOV) SendV(iov [][]byte, desc []any, dest fi.Addr, ctx any) error {
+	if c.limit > 0 && len(iov) > c.limit {
+		iov = iov[:c.limit]
+	}
+	return c.Msg.SendV(iov, nil, dest, ctx)
+}
+
+func (c clipIOV) RecvV(iov [][]byte, desc []any, src fi.Addr, ctx any) error {
+	if c.limit > 0 && len(iov) > c.limit {
+		iov = iov[:c.limit]
+	}
+	return c.Msg.RecvV(iov, nil, src, ctx)
 }
 
 type connectedMsg struct {

@@ -12,10 +12,17 @@
 // hooks only in programs or test binaries that want them.
 //
 // What is wrapped: fabrics, domains, event queues (events name the
-// wrapping objects), passive and active endpoints, and completion queues.
-// Address vectors, counters and memory regions are the inner provider's.
-// A wrapped endpoint offers the abilities the inner one has among
-// ep.CM, ep.Namer, ep.Msg, ep.Tagged and ep.RMA.
+// wrapping objects), passive and active endpoints, and completion queues;
+// address vectors, counters and memory regions only where a fault needs
+// it. A wrapped endpoint offers the abilities the inner one has among
+// ep.CM, ep.Namer, ep.Msg, ep.Tagged, ep.RMA and ep.Joiner.
+//
+// Faults lists what a hook breaks: one deliberate bug per conformance
+// group (the suite's self-test, providers/hook's tests, runs each broken
+// provider through its group and requires the group to fail), and seeded
+// message faults (faults.go) under which every operation must still end
+// in a completion or an error entry, none hang and none arrive
+// corrupted.
 package hook
 
 import (
@@ -41,8 +48,44 @@ type Faults struct {
 	// successful completion (as if the target skipped its key check).
 	HideRMAErrors bool
 
+	// Broken behaviours, one or more per conformance group, with which
+	// the suite shows it can fail.
+	//
+	// GetInfoLosesRMA: returned entries lack FI_RMA even when asked for
+	// it (unit/getinfo).
+	GetInfoLosesRMA bool
+	// EQLosesWrites: EventQueue.Write succeeds and the event never comes
+	// out (unit/eq).
+	EQLosesWrites bool
+	// CQCloseIgnoresBinding: closing a CQ an endpoint is bound to
+	// reports success (unit/cq).
+	CQCloseIgnoresBinding bool
+	// CounterOffByOne: Counter.Read returns one more than the count
+	// (unit/cntr).
+	CounterOffByOne bool
+	// AVLookupWrong: AV.Lookup returns another address (unit/av).
+	AVLookupWrong bool
+	// MRKeyZero: every memory region's Key is 0 (unit/mr).
+	MRKeyZero bool
+	// SourceUnknown: ReadFrom reports FI_ADDR_NOTAVAIL for every sender
+	// (rdm, dgram).
+	SourceUnknown bool
+	// TagWrong: completions carry their tag plus one (tagged).
+	TagWrong bool
+	// CloseTwiceOK: a second Close of an endpoint returns nil (close).
+	CloseTwiceOK bool
+	// IOVLimitIgnored: SendV and RecvV take more segments than the limit
+	// by dropping the extra ones (badinput).
+	IOVLimitIgnored bool
+	// DropJoinComplete: joins never report eq.JoinComplete (multicast).
+	DropJoinComplete bool
+	// CorruptUnchecked: with Corrupt, corrupted frames are delivered as
+	// data instead of as error entries (faults).
+	CorruptUnchecked bool
+
 	// Seed seeds the message faults below (faults.go); each is the
-	// probability, per message, of its fault.
+	// probability, per message, of its fault. Drop without Faults set in
+	// the suite's Config shows lost messages (concurrency, dgram).
 	Seed                            uint64
 	Drop, Delay, Duplicate, Corrupt float64
 	// Cut is the probability, per message, that a connected endpoint's
@@ -85,6 +128,9 @@ func (p *provider) GetInfo(ctx context.Context, node, service string, flags fi.F
 	for _, i := range infos {
 		if i.FabricAttr != nil {
 			i.FabricAttr.ProvName = p.name
+		}
+		if p.f.GetInfoLosesRMA {
+			i.Caps &^= fi.CapRMA
 		}
 	}
 	return infos, nil
@@ -153,6 +199,10 @@ func unwrap(obj fi.Fid) fi.Fid {
 		return o.inner
 	case *completionQueue:
 		return o.inner
+	case *counter:
+		return o.Counter
+	case *addrVector:
+		return o.AV
 	}
 	return obj
 }
@@ -207,14 +257,49 @@ func (d *domain) OpenCQ(attr *eq.CQAttr) (eq.CompletionQueue, error) {
 }
 
 func (d *domain) OpenCounter(attr *eq.CounterAttr) (eq.Counter, error) {
-	return eq.OpenCounter(d.inner, attr)
+	c, err := eq.OpenCounter(d.inner, attr)
+	if err != nil || !d.h.f.CounterOffByOne {
+		return c, err
+	}
+	return &counter{Counter: c}, nil
 }
 
 func (d *domain) RegisterMR(attr *fi.MRAttr, flags fi.Flags) (fi.MR, error) {
-	return fi.RegisterMR(d.inner, attr, flags)
+	m, err := fi.RegisterMR(d.inner, attr, flags)
+	if err != nil || !d.h.f.MRKeyZero {
+		return m, err
+	}
+	return zeroKeyMR{m}, nil
 }
 
-func (d *domain) OpenAV(attr *fi.AVAttr) (fi.AV, error) { return fi.OpenAV(d.inner, attr) }
+func (d *domain) OpenAV(attr *fi.AVAttr) (fi.AV, error) {
+	a, err := fi.OpenAV(d.inner, attr)
+	if err != nil || !d.h.f.AVLookupWrong {
+		return a, err
+	}
+	return &addrVector{AV: a}, nil
+}
+
+// counter reads one too many (CounterOffByOne).
+type counter struct{ eq.Counter }
+
+func (c *counter) Read() uint64 { return c.Counter.Read() + 1 }
+
+// zeroKeyMR reports key 0 (MRKeyZero).
+type zeroKeyMR struct{ fi.MR }
+
+func (zeroKeyMR) Key() uint64 { return 0 }
+
+// addrVector looks addresses up wrong (AVLookupWrong).
+type addrVector struct{ fi.AV }
+
+func (a *addrVector) Lookup(addr fi.Addr, buf []byte) (int, error) {
+	n, err := a.AV.Lookup(addr, buf)
+	if n > 0 && n <= len(buf) {
+		buf[n-1] ^= 0xff
+	}
+	return n, err
+}
 
 func (d *domain) OpenEndpoint(info *fi.Info) (ep.Endpoint, error) {
 	e, err := ep.Open(d.inner, info)
@@ -235,7 +320,12 @@ type eventQueue struct {
 
 func (q *eventQueue) Close() error { return q.inner.Close() }
 
-func (q *eventQueue) Write(ev eq.Event) error { return q.inner.Write(ev) }
+func (q *eventQueue) Write(ev eq.Event) error {
+	if q.h.f.EQLosesWrites {
+		return nil
+	}
+	return q.inner.Write(ev)
+}
 
 func (q *eventQueue) Read() (eq.Event, error) {
 	for {
@@ -271,8 +361,13 @@ func (q *eventQueue) ReadErr() (*eq.EQError, error) {
 }
 
 func (q *eventQueue) drop(ev eq.Event) bool {
-	_, shut := ev.(*eq.Shutdown)
-	return shut && q.h.f.DropShutdown
+	switch ev.(type) {
+	case *eq.Shutdown:
+		return q.h.f.DropShutdown
+	case *eq.JoinComplete:
+		return q.h.f.DropJoinComplete
+	}
+	return false
 }
 
 // outer rewrites an event's fid to the wrapper's.
@@ -308,7 +403,13 @@ type completionQueue struct {
 	made    []eq.Completion
 }
 
-func (q *completionQueue) Close() error { return q.inner.Close() }
+func (q *completionQueue) Close() error {
+	err := q.inner.Close()
+	if q.h.f.CQCloseIgnoresBinding && errors.Is(err, fi.EBUSY) {
+		return nil
+	}
+	return err
+}
 
 func (q *completionQueue) Read(entries []eq.Completion) (int, error) {
 	return q.read(entries, nil, func(b []eq.Completion, s []fi.Addr) (int, error) { return q.inner.Read(b) })
@@ -388,10 +489,18 @@ func (q *completionQueue) read(entries []eq.Completion, src []fi.Addr, read func
 func (q *completionQueue) filter(entries []eq.Completion, src []fi.Addr, n int, err error) (int, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	for i := range n {
+		if q.h.f.SourceUnknown && src != nil {
+			src[i] = fi.AddrUnspec
+		}
+		if q.h.f.TagWrong && entries[i].Flags&fi.FlagTagged != 0 {
+			entries[i].Tag++
+		}
+	}
 	if q.h.f.faulty() {
 		k := 0
 		for i := range n {
-			c, bad, ok := translate(entries[i])
+			c, bad, ok := q.h.translate(entries[i])
 			switch {
 			case !ok:
 			case bad != nil:
