@@ -68,6 +68,16 @@
 //     closed its group receives nothing more. Group addresses are random
 //     239.255.x.y with random ports, sent to with fi_sendmsg and
 //     FI_MULTICAST.
+//   - faults: the robustness contract of a provider wrapped in a
+//     fault-injecting hook, over FI_EP_MSG and FI_EP_RDM: 200 messages of
+//     8 B to 64 KiB (a sequence number, then a pattern derived from it)
+//     with receives re-posted as they end; every send and receive ends
+//     in a completion or an error entry within Config.Timeout (receives
+//     still posted when the receiver closes, with an error entry), and
+//     no message is delivered corrupted. Without Config.Faults every
+//     message arrives once, intact and in order, and every operation
+//     succeeds; with it, lost, failed and duplicated (at most twice)
+//     messages are tolerated, reordering is not.
 //
 // # Two processes
 //

@@ -44,6 +44,10 @@ type Config struct {
 	// where the binary cannot be re-executed, or where the top-level test
 	// does not call Run with the same Config when re-executed.
 	SingleProcess bool
+	// Faults says the provider injects faults (a hook layer): the faults
+	// group then tolerates lost, duplicated and failed operations, but
+	// never hangs or corruption.
+	Faults bool
 }
 
 // group is one named set of tests.
@@ -69,6 +73,7 @@ var groups = []group{
 	{"close", testClose},
 	{"concurrency", testConcurrency},
 	{"badinput", testBadInput},
+	{"faults", testFaults},
 }
 
 // Groups returns the names of the suite's groups, in the order Run runs

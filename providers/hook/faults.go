@@ -57,10 +57,12 @@ type recvRec struct {
 	buf []byte // the frame's room: the application's bytes and a trailer
 }
 
-// delayed is a frame waiting for its time.
+// delayed is a frame waiting for its time; fail reports a send the
+// inner endpoint refused when its time came.
 type delayed struct {
 	at   time.Time
 	send func() error
+	fail func(error)
 }
 
 // faultMsg is ep.Msg through the faults: framing, drops, delays,
@@ -136,10 +138,15 @@ func (m *faultMsg) send(iov [][]byte, ctx any, report bool, post func(frame []by
 		}
 		return nil
 	}
+	fail := func(err error) {
+		if report && m.txcq != nil {
+			m.txcq.pushErr(&eq.CQError{Context: ctx, Flags: fi.FlagSend | fi.FlagMsg, Err: fi.Code(err)})
+		}
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if len(m.queue) > 0 || h.roll(h.f.Delay) {
-		m.queue = append(m.queue, delayed{at: time.Now().Add(time.Duration(1+h.f.Seed%5) * time.Millisecond), send: do})
+		m.queue = append(m.queue, delayed{at: time.Now().Add(time.Duration(1+h.f.Seed%5) * time.Millisecond), send: do, fail: fail})
 		return nil
 	}
 	return do()
@@ -152,8 +159,12 @@ func (m *faultMsg) release() {
 	defer m.mu.Unlock()
 	now := time.Now()
 	for len(m.queue) > 0 && !m.queue[0].at.After(now) {
-		if err := m.queue[0].send(); errors.Is(err, fi.EAGAIN) {
+		err := m.queue[0].send()
+		if errors.Is(err, fi.EAGAIN) {
 			return
+		}
+		if err != nil {
+			m.queue[0].fail(err) // the send ends in an error entry
 		}
 		m.queue = m.queue[1:]
 	}

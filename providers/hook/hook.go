@@ -539,6 +539,14 @@ func (q *completionQueue) filter(entries []eq.Completion, src []fi.Addr, n int, 
 	return 1, nil
 }
 
+// pushErr queues an error entry the hook made up (a delayed send the
+// inner endpoint refused).
+func (q *completionQueue) pushErr(e *eq.CQError) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.pending = append(q.pending, e)
+}
+
 // made queues a completion the hook made up.
 func (q *completionQueue) inject(c eq.Completion) {
 	q.mu.Lock()

@@ -3,6 +3,7 @@ package hook_test
 import (
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -24,25 +25,29 @@ var faults = map[string]struct {
 	f      hook.Faults
 	groups []string
 	fails  string
+	// tolerant runs the suite with Config.Faults (the faults group's
+	// tolerance of lost and duplicated messages).
+	tolerant bool
 }{
-	"getinfo_rma":    {"tcp", hook.Faults{GetInfoLosesRMA: true}, []string{"unit/getinfo"}, "unit/getinfo/results"},
-	"eq_writes":      {"tcp", hook.Faults{EQLosesWrites: true}, []string{"unit/eq"}, "unit/eq/write-read"},
-	"cq_close":       {"tcp", hook.Faults{CQCloseIgnoresBinding: true}, []string{"unit/cq"}, "unit/cq/bound-busy"},
-	"cntr":           {"shm", hook.Faults{CounterOffByOne: true}, []string{"unit/cntr"}, "unit/cntr/add-set-read"},
-	"av_lookup":      {"shm", hook.Faults{AVLookupWrong: true}, []string{"unit/av"}, "unit/av/insert-lookup-FI_AV_MAP"},
-	"mr_key":         {"shm", hook.Faults{MRKeyZero: true}, []string{"unit/mr"}, "unit/mr/register"},
-	"drop_shutdown":  {"tcp", hook.Faults{DropShutdown: true}, []string{"cm"}, "cm/shutdown-client"},
-	"truncate_cm":    {"tcp", hook.Faults{TruncateCMData: 4}, []string{"cm"}, "cm/private-data"},
-	"hide_rma_tcp":   {"tcp", hook.Faults{HideRMAErrors: true}, []string{"msg"}, "msg/rma-bad-key"},
-	"source":         {"shm", hook.Faults{SourceUnknown: true}, []string{"rdm"}, "rdm/send-recv"},
-	"tag":            {"shm", hook.Faults{TagWrong: true}, []string{"tagged"}, "tagged/tsend-trecv"},
-	"hide_rma_shm":   {"shm", hook.Faults{HideRMAErrors: true}, []string{"rma"}, "rma/bad-key"},
-	"close_twice":    {"shm", hook.Faults{CloseTwiceOK: true}, []string{"close"}, "close/busy-then-ebadf"},
-	"lossy":          {"shm", hook.Faults{Seed: 1, Drop: 0.2}, []string{"concurrency"}, "concurrency/many-senders"},
-	"iov_limit":      {"shm", hook.Faults{IOVLimitIgnored: true}, []string{"badinput"}, "badinput/too-many-segments"},
-	"lossy_udp":      {"udp", hook.Faults{Seed: 1, Drop: 0.5}, []string{"dgram"}, "dgram/send-recv"},
-	"no_join_event":  {"udp", hook.Faults{DropJoinComplete: true}, []string{"multicast"}, "multicast/join"},
-	"pass_tcp_check": {"tcp", hook.Faults{}, []string{"cm", "msg"}, ""},
+	"getinfo_rma":    {"tcp", hook.Faults{GetInfoLosesRMA: true}, []string{"unit/getinfo"}, "unit/getinfo/results", false},
+	"eq_writes":      {"tcp", hook.Faults{EQLosesWrites: true}, []string{"unit/eq"}, "unit/eq/write-read", false},
+	"cq_close":       {"tcp", hook.Faults{CQCloseIgnoresBinding: true}, []string{"unit/cq"}, "unit/cq/bound-busy", false},
+	"cntr":           {"shm", hook.Faults{CounterOffByOne: true}, []string{"unit/cntr"}, "unit/cntr/add-set-read", false},
+	"av_lookup":      {"shm", hook.Faults{AVLookupWrong: true}, []string{"unit/av"}, "unit/av/insert-lookup-FI_AV_MAP", false},
+	"mr_key":         {"shm", hook.Faults{MRKeyZero: true}, []string{"unit/mr"}, "unit/mr/register", false},
+	"drop_shutdown":  {"tcp", hook.Faults{DropShutdown: true}, []string{"cm"}, "cm/shutdown-client", false},
+	"truncate_cm":    {"tcp", hook.Faults{TruncateCMData: 4}, []string{"cm"}, "cm/private-data", false},
+	"hide_rma_tcp":   {"tcp", hook.Faults{HideRMAErrors: true}, []string{"msg"}, "msg/rma-bad-key", false},
+	"source":         {"shm", hook.Faults{SourceUnknown: true}, []string{"rdm"}, "rdm/send-recv", false},
+	"tag":            {"shm", hook.Faults{TagWrong: true}, []string{"tagged"}, "tagged/tsend-trecv", false},
+	"hide_rma_shm":   {"shm", hook.Faults{HideRMAErrors: true}, []string{"rma"}, "rma/bad-key", false},
+	"close_twice":    {"shm", hook.Faults{CloseTwiceOK: true}, []string{"close"}, "close/busy-then-ebadf", false},
+	"lossy":          {"shm", hook.Faults{Seed: 1, Drop: 0.2}, []string{"concurrency"}, "concurrency/many-senders", false},
+	"iov_limit":      {"shm", hook.Faults{IOVLimitIgnored: true}, []string{"badinput"}, "badinput/too-many-segments", false},
+	"lossy_udp":      {"udp", hook.Faults{Seed: 1, Drop: 0.5}, []string{"dgram"}, "dgram/send-recv", false},
+	"no_join_event":  {"udp", hook.Faults{DropJoinComplete: true}, []string{"multicast"}, "multicast/join", false},
+	"corrupt":        {"tcp", hook.Faults{Seed: 1, Corrupt: 0.3, CorruptUnchecked: true}, []string{"faults"}, "faults/every-op-ends", true},
+	"pass_tcp_check": {"tcp", hook.Faults{}, []string{"cm", "msg"}, "", false},
 }
 
 var registerOnce sync.Once
@@ -86,7 +91,8 @@ func TestBrokenSuite(t *testing.T) {
 	// comes.
 	// The multicast group needs its separate processes.
 	single := c.groups[0] != "multicast"
-	fabtests.Run(t, fabtests.Config{Provider: c.inner + ";hook_" + name, Groups: c.groups, SingleProcess: single, Timeout: 2 * time.Second})
+	fabtests.Run(t, fabtests.Config{Provider: c.inner + ";hook_" + name, Groups: c.groups, SingleProcess: single,
+		Timeout: 2 * time.Second, Faults: c.tolerant})
 }
 
 // The suite fails against each broken provider, at the test that checks
@@ -113,4 +119,33 @@ func tail(b []byte) string {
 		b = b[len(b)-4000:]
 	}
 	return string(b)
+}
+
+// seeds are the fault-injection runs' seeds.
+var seeds = []uint64{1, 2, 3}
+
+var registerSeeds sync.Once
+
+// Through a hook that drops, delays, duplicates and corrupts messages and
+// cuts connections, every operation still ends in a completion or an
+// error entry, none hangs and none arrives corrupted (the faults group),
+// for three seeds, over tcp (FI_EP_MSG) and shm (FI_EP_RDM).
+func TestFaultInjection(t *testing.T) {
+	registerSeeds.Do(func() {
+		for _, seed := range seeds {
+			f := hook.Faults{Seed: seed, Drop: 0.05, Delay: 0.05, Duplicate: 0.05, Corrupt: 0.05, Cut: 0.01}
+			for _, inner := range []string{"tcp", "shm"} {
+				require.NoError(t, hook.Register("faults"+strconv.FormatUint(seed, 10), inner, f))
+			}
+		}
+	})
+	t.Setenv("FI_TCP_IFACE", "lo")
+	for _, seed := range seeds {
+		for _, inner := range []string{"tcp", "shm"} {
+			t.Run(inner+"/seed"+strconv.FormatUint(seed, 10), func(t *testing.T) {
+				fabtests.Run(t, fabtests.Config{Provider: inner + ";faults" + strconv.FormatUint(seed, 10),
+					Groups: []string{"faults"}, Faults: true, SingleProcess: true})
+			})
+		}
+	}
 }

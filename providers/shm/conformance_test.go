@@ -14,7 +14,7 @@ import (
 // and checks that this process left no region file in /dev/shm (the
 // suite checks goroutines and descriptors itself).
 func TestConformance(t *testing.T) {
-	fabtests.Run(t, fabtests.Config{Provider: "shm", Groups: []string{"unit", "rdm", "tagged", "rma", "close", "concurrency", "badinput"}})
+	fabtests.Run(t, fabtests.Config{Provider: "shm", Groups: []string{"unit", "rdm", "tagged", "rma", "close", "concurrency", "badinput", "faults"}})
 	left, _ := filepath.Glob(filepath.Join("/dev/shm", "gofabric-shm."+itoa(os.Getuid())+"."+itoa(os.Getpid())+"*"))
 	require.Empty(t, left, "region files left behind")
 }
