@@ -68,6 +68,18 @@
 //     closed its group receives nothing more. Group addresses are random
 //     239.255.x.y with random ports, sent to with fi_sendmsg and
 //     FI_MULTICAST.
+//   - close: close ordering (fi_close(3)): fi.EBUSY while a domain has an
+//     endpoint or a CQ is bound, fi.EBADF for a second Close and for
+//     calls on a closed endpoint, and every receive still posted at Close
+//     completing with an fi.ECANCELED error entry; for FI_EP_MSG and
+//     FI_EP_RDM, whichever the provider offers.
+//   - concurrency: FI_THREAD_SAFE: eight goroutines sending on one
+//     endpoint (every message arrives, each sender's in order), and Close
+//     racing four posting goroutines (no panic, no error without an
+//     fi.Errno, no leak).
+//   - badinput: nil and zero-length messages are valid; iov_limit+1
+//     segments and inject_size+1 bytes give fi.EINVAL; an fi.Addr the AV
+//     never gave and an empty address are errors, not retries.
 //   - faults: the robustness contract of a provider wrapped in a
 //     fault-injecting hook, over FI_EP_MSG and FI_EP_RDM: 200 messages of
 //     8 B to 64 KiB (a sequence number, then a pattern derived from it)
