@@ -2,14 +2,9 @@ package udp
 
 import (
 	"context"
-	"net/netip"
-	"slices"
-	"strings"
 
-	"github.com/cockroachdb/errors"
 	"github.com/gofabric/gofabric/fi"
 	"github.com/gofabric/gofabric/internal/netif"
-	"github.com/gofabric/gofabric/internal/provutil"
 )
 
 // provName is the provider's registered name, libfabric's.
@@ -111,50 +106,7 @@ func (provider) GetInfo(ctx context.Context, node, service string, flags fi.Flag
 		}
 	}
 	p := loadParams()
-	ifs, err := netif.List(p.iface)
-	switch {
-	case err != nil:
-		return nil, errors.Wrap(err, "udp: getinfo")
-	case len(ifs) == 0 && p.iface != "":
-		return nil, declined(paramIface.Name + "=" + p.iface + ": no interface of that name is up with an IP address")
-	case len(ifs) == 0:
-		return nil, declined("no interface is up with an IP address")
-	}
-	cands, reason, err := candidates(ctx, ifs, p.iface, node, service, flags, hints)
-	if err != nil {
-		return nil, err
-	}
-	if reason != "" {
-		return nil, declined(reason)
-	}
-	var (
-		out     []*fi.Info
-		reasons []fi.ProviderReason
-	)
-	for _, c := range cands {
-		h := &fi.Info{}
-		if hints != nil {
-			h = hints.Clone()
-		}
-		h.SrcAddr, h.DestAddr = c.src, c.dest
-		got, err := provutil.MatchInfo(ctx, provName, []*fi.Info{c.info}, "", "", flags, h)
-		var nm *fi.NoMatchError
-		switch {
-		case errors.As(err, &nm):
-			for _, r := range nm.Reasons {
-				if !slices.Contains(reasons, r) {
-					reasons = append(reasons, r)
-				}
-			}
-		case err != nil:
-			return nil, err
-		}
-		out = append(out, got...)
-	}
-	if len(out) == 0 {
-		return nil, &fi.NoMatchError{Reasons: reasons}
-	}
-	return out, nil
+	return p.offer().GetInfo(ctx, node, service, flags, hints)
 }
 
 // declined is GetInfo's ENODATA with one reason.
@@ -162,114 +114,8 @@ func declined(reason string) error {
 	return &fi.NoMatchError{Reasons: []fi.ProviderReason{{Provider: provName, Reason: reason}}}
 }
 
-// candidate is an entry to match against hints, with its addresses.
-type candidate struct {
-	info      *fi.Info
-	src, dest []byte
-}
-
-// candidates picks the entries GetInfo offers for node, service and the
-// hints' addresses, or the reason it offers none. The error is set only
-// for a done ctx.
-func candidates(ctx context.Context, ifs []netif.Addr, only, node, service string, flags fi.Flags, hints *fi.Info) ([]candidate, string, error) {
-	var h fi.Info
-	if hints != nil {
-		h = *hints
-	}
-	switch h.AddrFormat {
-	case fi.FormatUnspec, fi.FormatSockaddr, fi.FormatSockaddrIn, fi.FormatSockaddrIn6:
-	default:
-		return nil, "addr format " + h.AddrFormat.String() + " not supported (offers FI_SOCKADDR_IN, FI_SOCKADDR_IN6)", nil
-	}
-	src, dest := slices.Clone(h.SrcAddr), slices.Clone(h.DestAddr)
-	if node != "" || service != "" {
-		// Resolve in the family of the other address, when hints give it.
-		format, other := h.AddrFormat, src
-		if flags&fi.FlagSource != 0 {
-			other = dest
-		}
-		if _, f, err := fi.AddrPortFromSockaddr(other); err == nil && format == fi.FormatUnspec {
-			format = f
-		}
-		addr, err := fi.ResolveAddr(ctx, format, node, service, flags)
-		if cerr := ctx.Err(); cerr != nil {
-			return nil, "", errors.Wrapf(fi.Code(cerr), "udp: getinfo: %v", cerr)
-		}
-		if err != nil {
-			return nil, strings.TrimPrefix(err.Error(), "fi: "), nil
-		}
-		if flags&fi.FlagSource != 0 {
-			src = addr
-		} else {
-			dest = addr
-		}
-	}
-	where := "an interface that is up"
-	if only != "" {
-		where = "interface " + paramIface.Name + "=" + only
-	}
-	var srcAP, destAP netip.AddrPort
-	for _, a := range []struct {
-		what string
-		b    []byte
-		ap   *netip.AddrPort
-	}{{"src", src, &srcAP}, {"dest", dest, &destAP}} {
-		if len(a.b) == 0 {
-			continue
-		}
-		ap, _, err := fi.AddrPortFromSockaddr(a.b)
-		if err != nil {
-			return nil, a.what + " addr: " + strings.TrimPrefix(err.Error(), "fi: "), nil
-		}
-		*a.ap = ap
-	}
-	if srcAP.IsValid() && destAP.IsValid() && srcAP.Addr().Is4() != destAP.Addr().Is4() {
-		return nil, "src addr " + srcAP.String() + " and dest addr " + destAP.String() + " are of different families", nil
-	}
-
-	var cands []candidate
-	switch {
-	case srcAP.IsValid() && srcAP.Addr().IsUnspecified():
-		cands = append(cands, candidate{info: newEntry(formatOf(srcAP.Addr()), anyDomainName, anyFabricName, false), src: src, dest: dest})
-	case srcAP.IsValid():
-		for _, a := range ifs {
-			if a.Addr.WithZone("") == srcAP.Addr().WithZone("") {
-				cands = append(cands, candidate{info: ifaceEntry(a, false), src: src, dest: dest})
-			}
-		}
-		if len(cands) == 0 {
-			return nil, "src addr " + srcAP.Addr().String() + " is not an address of " + where, nil
-		}
-	case destAP.IsValid():
-		local, err := netif.RouteSource(destAP)
-		if err != nil {
-			return nil, "no route to " + destAP.Addr().String() + ": " + err.Error(), nil
-		}
-		for _, a := range ifs {
-			if a.Addr.WithZone("") == local {
-				cands = append(cands, candidate{info: ifaceEntry(a, false), src: a.Sockaddr(), dest: dest})
-			}
-		}
-		if len(cands) == 0 {
-			return nil, "the route to " + destAP.Addr().String() + " leaves from " + local.String() + ", not an address of " + where, nil
-		}
-	default:
-		for _, a := range ifs {
-			cands = append(cands, candidate{info: ifaceEntry(a, true), src: a.Sockaddr()})
-		}
-	}
-	return cands, "", nil
-}
-
-// ifaceEntry returns the Info entry of a: localOnly for a loopback
-// address when listed marks the interface listing, as in the C provider.
-func ifaceEntry(a netif.Addr, listed bool) *fi.Info {
-	return newEntry(formatOf(a.Addr), a.Name, a.FabricName(), listed && a.Loopback)
-}
-
-func formatOf(a netip.Addr) fi.AddrFormat {
-	if a.Is4() {
-		return fi.FormatSockaddrIn
-	}
-	return fi.FormatSockaddrIn6
+// offer is the provider's interface-based GetInfo with its parameters.
+func (p params) offer() netif.Offer {
+	return netif.Offer{Prov: provName, IfaceVar: paramIface.Name, Iface: p.iface,
+		AnyDomain: anyDomainName, AnyFabric: anyFabricName, Entry: newEntry}
 }
