@@ -50,45 +50,34 @@ func (d *domain) acquire(op string) error {
 // OpenAV opens an address vector (fi_av_open) of FI_ADDR_STR endpoint
 // names; FI_AV_MAP and FI_AV_TABLE both give dense indexes.
 func (d *domain) OpenAV(attr *fi.AVAttr) (fi.AV, error) {
-	if attr == nil {
-		attr = &fi.AVAttr{}
-	}
-	if err := d.acquire("open av"); err != nil {
+	a, err := provutil.OpenChildAV(&d.ref, attr, fi.FormatStr, checkName, "shm: open av")
+	if err != nil {
 		return nil, err
 	}
-	av := provutil.NewAV(attr, fi.FormatStr, checkName)
-	return &addrVector{AV: av, parent: &d.ref}, nil
+	return &addrVector{ChildAV: a}, nil
 }
 
 // OpenCQ opens a completion queue (fi_cq_open); reading it drives the
 // progress of the endpoints bound to it.
 func (d *domain) OpenCQ(attr *eq.CQAttr) (eq.CompletionQueue, error) {
-	if err := d.acquire("open cq"); err != nil {
-		return nil, err
-	}
-	q, err := provutil.NewCQ(attr)
+	c, err := provutil.OpenChildCQ(&d.ref, attr, "shm: open cq")
 	if err != nil {
-		d.ref.Release()
 		return nil, err
 	}
-	c := &completionQueue{CQ: q, parent: &d.ref}
-	q.SetProgress(c.eps.progress)
-	q.SetWaiter(c.eps.wait)
-	return c, nil
+	q := &completionQueue{ChildCQ: c}
+	c.SetProgress(q.eps.progress)
+	c.SetWaiter(q.eps.wait)
+	return q, nil
 }
 
 // OpenCounter opens a counter (fi_cntr_open); reading or waiting on it
 // drives the progress of the endpoints bound to it.
 func (d *domain) OpenCounter(attr *eq.CounterAttr) (eq.Counter, error) {
-	if err := d.acquire("open counter"); err != nil {
-		return nil, err
-	}
-	c, err := provutil.NewCounter(attr)
+	c, err := provutil.OpenChildCounter(&d.ref, attr, "shm: open counter")
 	if err != nil {
-		d.ref.Release()
 		return nil, err
 	}
-	k := &counter{Counter: c, parent: &d.ref}
+	k := &counter{ChildCounter: c}
 	c.SetProgress(k.eps.progress)
 	c.SetWaiter(k.eps.wait)
 	return k, nil
@@ -98,59 +87,21 @@ func (d *domain) OpenCounter(attr *eq.CounterAttr) (eq.Counter, error) {
 // application's, remote addresses offsets from MRAttr.Offset. A peer
 // reaches only registered memory, within the region and with its rights.
 func (d *domain) RegisterMR(attr *fi.MRAttr, flags fi.Flags) (fi.MR, error) {
-	if err := d.acquire("register mr"); err != nil {
-		return nil, err
-	}
-	m, err := d.mrs.Register(attr, flags)
-	if err != nil {
-		d.ref.Release()
-		return nil, errors.Wrap(err, "shm")
-	}
-	return &memRegion{MR: m, parent: &d.ref}, nil
+	return provutil.RegisterChildMR(&d.ref, d.mrs, attr, flags, "shm: register mr")
 }
 
-type addrVector struct {
-	*provutil.AV
-	parent *provutil.Ref
-}
-
-// Close closes the AV (fi_close) and lets the domain close.
-func (a *addrVector) Close() error {
-	if err := a.AV.Close(); err != nil {
-		return err
-	}
-	a.parent.Release()
-	return nil
-}
+// addrVector is the domain's AV.
+type addrVector struct{ *provutil.ChildAV }
 
 type completionQueue struct {
-	*provutil.CQ
-	parent *provutil.Ref
-	eps    epSet
+	*provutil.ChildCQ
+	// eps are the endpoints bound to the queue, whose progress reading it
+	// drives.
+	eps epSet
 }
-
-// Close closes the queue (fi_close) and lets the domain close.
-func (q *completionQueue) Close() error { return q.CQ.CloseWith(q.parent.Release) }
 
 type counter struct {
-	*provutil.Counter
-	parent *provutil.Ref
-	eps    epSet
-}
-
-// Close closes the counter (fi_close) and lets the domain close.
-func (c *counter) Close() error { return c.Counter.CloseWith(c.parent.Release) }
-
-type memRegion struct {
-	*provutil.MR
-	parent *provutil.Ref
-}
-
-// Close unregisters the region (fi_close) and lets the domain close.
-func (m *memRegion) Close() error {
-	if err := m.MR.Close(); err != nil {
-		return err
-	}
-	m.parent.Release()
-	return nil
+	*provutil.ChildCounter
+	// eps are the endpoints bound to the counter, as for completionQueue.
+	eps epSet
 }

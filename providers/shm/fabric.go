@@ -59,22 +59,12 @@ func (f *fabric) OpenDomain(info *fi.Info) (fi.Domain, error) {
 // connection events; the queue serves AV and MR events of applications
 // that bind one.
 func (f *fabric) OpenEQ(attr *eq.Attr) (eq.EventQueue, error) {
-	if err := f.ref.Acquire(); err != nil {
-		return nil, errors.Wrap(err, "shm: open eq: fabric closed")
-	}
-	q, err := provutil.NewEQ(attr)
+	q, err := provutil.OpenChildEQ(&f.ref, attr, "shm: open eq")
 	if err != nil {
-		f.ref.Release()
 		return nil, err
 	}
-	return &eventQueue{EQ: q, parent: &f.ref}, nil
+	return &eventQueue{ChildEQ: q}, nil
 }
 
-// eventQueue releases its fabric when it closes.
-type eventQueue struct {
-	*provutil.EQ
-	parent *provutil.Ref
-}
-
-// Close closes the queue (fi_close) and lets the fabric close.
-func (q *eventQueue) Close() error { return q.EQ.CloseWith(q.parent.Release) }
+// eventQueue is the fabric's EQ.
+type eventQueue struct{ *provutil.ChildEQ }

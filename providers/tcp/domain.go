@@ -60,32 +60,24 @@ func (d *domain) acquire(op string) error {
 // OpenCQ opens a completion queue (fi_cq_open): the framework's software
 // CQ, which holds a reference on the domain until it closes.
 func (d *domain) OpenCQ(attr *eq.CQAttr) (eq.CompletionQueue, error) {
-	if err := d.acquire("open cq"); err != nil {
-		return nil, err
-	}
-	q, err := provutil.NewCQ(attr)
+	c, err := provutil.OpenChildCQ(&d.ref, attr, "tcp: open cq")
 	if err != nil {
-		d.ref.Release()
 		return nil, err
 	}
-	c := &completionQueue{CQ: q, parent: &d.ref}
-	q.SetProgress(c.eps.progress)
-	q.SetWaiter(c.eps.wait)
-	return c, nil
+	q := &completionQueue{ChildCQ: c}
+	c.SetProgress(q.eps.progress)
+	c.SetWaiter(q.eps.wait)
+	return q, nil
 }
 
 // OpenCounter opens a counter (fi_cntr_open): the framework's software
 // counter, which holds a reference on the domain until it closes.
 func (d *domain) OpenCounter(attr *eq.CounterAttr) (eq.Counter, error) {
-	if err := d.acquire("open counter"); err != nil {
-		return nil, err
-	}
-	c, err := provutil.NewCounter(attr)
+	c, err := provutil.OpenChildCounter(&d.ref, attr, "tcp: open counter")
 	if err != nil {
-		d.ref.Release()
 		return nil, err
 	}
-	k := &counter{Counter: c, parent: &d.ref}
+	k := &counter{ChildCounter: c}
 	c.SetProgress(k.eps.progress)
 	c.SetWaiter(k.eps.wait)
 	return k, nil
@@ -97,61 +89,22 @@ func (d *domain) OpenCounter(attr *eq.CounterAttr) (eq.Counter, error) {
 // reference on the domain until it closes; its Desc is the
 // *provutil.MR.
 func (d *domain) RegisterMR(attr *fi.MRAttr, flags fi.Flags) (fi.MR, error) {
-	if err := d.acquire("register mr"); err != nil {
-		return nil, err
-	}
-	m, err := d.mrs.Register(attr, flags)
-	if err != nil {
-		d.ref.Release()
-		return nil, errors.Wrap(err, "tcp")
-	}
-	return &memRegion{MR: m, parent: &d.ref}, nil
+	return provutil.RegisterChildMR(&d.ref, d.mrs, attr, flags, "tcp: register mr")
 }
 
 // completionQueue is a software CQ that releases its domain's reference
 // when it closes.
 type completionQueue struct {
-	*provutil.CQ
-	parent *provutil.Ref
-	// eps are the endpoints bound to the queue: reading it drives their
-	// progress, blocking on it sleeps on their sockets.
+	*provutil.ChildCQ
+	// eps are the endpoints bound to the queue, whose progress reading it
+	// drives.
 	eps epSet
-}
-
-// Close closes the queue (fi_close) as provutil.CQ.Close does, and then
-// lets the domain close.
-func (q *completionQueue) Close() error {
-	return q.CQ.CloseWith(q.parent.Release)
 }
 
 // counter is a software counter that releases its domain's reference when
 // it closes.
 type counter struct {
-	*provutil.Counter
-	parent *provutil.Ref
+	*provutil.ChildCounter
 	// eps are the endpoints bound to the counter, as for completionQueue.
 	eps epSet
-}
-
-// Close closes the counter (fi_close) as provutil.Counter.Close does, and
-// then lets the domain close.
-func (c *counter) Close() error {
-	return c.Counter.CloseWith(c.parent.Release)
-}
-
-// memRegion is a registered region that releases its domain's reference
-// when it closes.
-type memRegion struct {
-	*provutil.MR
-	parent *provutil.Ref
-}
-
-// Close unregisters the region (fi_close) as provutil.MR.Close does, and
-// then lets the domain close.
-func (m *memRegion) Close() error {
-	if err := m.MR.Close(); err != nil {
-		return err
-	}
-	m.parent.Release()
-	return nil
 }

@@ -82,33 +82,21 @@ func (f *fabric) OpenDomain(info *fi.Info) (fi.Domain, error) {
 // OpenEQ opens an event queue (fi_eq_open): the framework's software EQ,
 // which holds a reference on the fabric until it closes.
 func (f *fabric) OpenEQ(attr *eq.Attr) (eq.EventQueue, error) {
-	if err := f.ref.Acquire(); err != nil {
-		return nil, errors.Wrap(err, "tcp: open eq: fabric closed")
-	}
-	q, err := provutil.NewEQ(attr)
+	q, err := provutil.OpenChildEQ(&f.ref, attr, "tcp: open eq")
 	if err != nil {
-		f.ref.Release()
 		return nil, err
 	}
-	e := &eventQueue{EQ: q, parent: &f.ref}
+	e := &eventQueue{ChildEQ: q}
 	q.SetProgress(e.eps.progress)
 	q.SetWaiter(e.eps.wait)
 	return e, nil
 }
 
-// eventQueue is a software EQ that releases its fabric's reference when it
-// closes.
+// eventQueue is the fabric's EQ.
 type eventQueue struct {
-	*provutil.EQ
-	parent *provutil.Ref
+	*provutil.ChildEQ
 	// eps are the connected endpoints bound to the queue: reading it
 	// drives their progress, so that a peer's disconnect becomes an
 	// eq.Shutdown event even when nobody reads their CQs.
 	eps epSet
-}
-
-// Close closes the queue (fi_close) as provutil.EQ.Close does, and then
-// lets the fabric close.
-func (q *eventQueue) Close() error {
-	return q.EQ.CloseWith(q.parent.Release)
 }

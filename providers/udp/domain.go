@@ -53,12 +53,6 @@ func (d *domain) acquire(op string) error {
 // sockaddr_in6 peer addresses, in the family of the domain's address
 // format; FI_AV_MAP and FI_AV_TABLE both give dense indexes.
 func (d *domain) OpenAV(attr *fi.AVAttr) (fi.AV, error) {
-	if attr == nil {
-		attr = &fi.AVAttr{}
-	}
-	if err := d.acquire("open av"); err != nil {
-		return nil, err
-	}
 	format := d.info.AddrFormat
 	check := func(b []byte) error {
 		ap, f, err := fi.AddrPortFromSockaddr(b)
@@ -75,55 +69,36 @@ func (d *domain) OpenAV(attr *fi.AVAttr) (fi.AV, error) {
 	if format != fi.FormatSockaddrIn6 {
 		format = fi.FormatSockaddrIn
 	}
-	av := provutil.NewAV(attr, format, check)
-	return &addrVector{AV: av, parent: &d.ref}, nil
+	a, err := provutil.OpenChildAV(&d.ref, attr, format, check, "udp: open av")
+	if err != nil {
+		return nil, err
+	}
+	return &addrVector{ChildAV: a}, nil
 }
 
 // OpenCQ opens a completion queue (fi_cq_open): the framework's software
 // CQ, which holds a reference on the domain until it closes. Reading it
 // drives the progress of the endpoints bound to it.
 func (d *domain) OpenCQ(attr *eq.CQAttr) (eq.CompletionQueue, error) {
-	if err := d.acquire("open cq"); err != nil {
-		return nil, err
-	}
-	q, err := provutil.NewCQ(attr)
+	c, err := provutil.OpenChildCQ(&d.ref, attr, "udp: open cq")
 	if err != nil {
-		d.ref.Release()
 		return nil, err
 	}
-	c := &completionQueue{CQ: q, parent: &d.ref}
-	q.SetProgress(c.eps.progress)
-	q.SetWaiter(c.eps.wait)
-	return c, nil
+	q := &completionQueue{ChildCQ: c}
+	c.SetProgress(q.eps.progress)
+	c.SetWaiter(q.eps.wait)
+	return q, nil
 }
 
 // addrVector is a software AV that releases its domain's reference when
 // it closes.
-type addrVector struct {
-	*provutil.AV
-	parent *provutil.Ref
-}
-
-// Close closes the AV (fi_close) as provutil.AV.Close does, and then lets
-// the domain close.
-func (a *addrVector) Close() error {
-	if err := a.AV.Close(); err != nil {
-		return err
-	}
-	a.parent.Release()
-	return nil
-}
+type addrVector struct{ *provutil.ChildAV }
 
 // completionQueue is a software CQ that releases its domain's reference
 // when it closes.
 type completionQueue struct {
-	*provutil.CQ
-	parent *provutil.Ref
-	// eps are the endpoints bound to the queue: reading it drives their
-	// progress, blocking on it hands them to their background progress.
+	*provutil.ChildCQ
+	// eps are the endpoints bound to the queue, whose progress reading it
+	// drives.
 	eps epSet
 }
-
-// Close closes the queue (fi_close) as provutil.CQ.Close does, and then
-// lets the domain close.
-func (q *completionQueue) Close() error { return q.CQ.CloseWith(q.parent.Release) }

@@ -77,24 +77,12 @@ func (f *fabric) OpenDomain(info *fi.Info) (fi.Domain, error) {
 // which holds a reference on the fabric until it closes. Multicast joins
 // report on it (eq.JoinComplete).
 func (f *fabric) OpenEQ(attr *eq.Attr) (eq.EventQueue, error) {
-	if err := f.ref.Acquire(); err != nil {
-		return nil, errors.Wrap(err, "udp: open eq: fabric closed")
-	}
-	q, err := provutil.NewEQ(attr)
+	q, err := provutil.OpenChildEQ(&f.ref, attr, "udp: open eq")
 	if err != nil {
-		f.ref.Release()
 		return nil, err
 	}
-	return &eventQueue{EQ: q, parent: &f.ref}, nil
+	return &eventQueue{ChildEQ: q}, nil
 }
 
-// eventQueue is a software EQ that releases its fabric's reference when it
-// closes.
-type eventQueue struct {
-	*provutil.EQ
-	parent *provutil.Ref
-}
-
-// Close closes the queue (fi_close) as provutil.EQ.Close does, and then
-// lets the fabric close.
-func (q *eventQueue) Close() error { return q.EQ.CloseWith(q.parent.Release) }
+// eventQueue is the fabric's EQ.
+type eventQueue struct{ *provutil.ChildEQ }
