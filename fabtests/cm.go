@@ -13,22 +13,48 @@ import (
 // reject, shutdown, names, private data, backlog and close ordering, with
 // the event semantics of ep.ConnState.
 func testCM(t *testing.T, s *suite) {
-	s.run(t, "connect-accept", func(t *testing.T) {
+	s.run2(t, "connect-accept", func(t *testing.T) {
 		p := s.pair(t, epOpts{})
 		requireNoEvent(t, p.l.eq)
 		requireNoEvent(t, p.client.eq)
 		requireNoEvent(t, p.server.eq)
+	}, func(t *testing.T) {
+		l, lk := s.listen2(t)
+		srv := s.accept2(t, l, lk, epOpts{}, fixed("welcome from the parent"))
+		lk.recv(t, "connected")
+		requireNoEvent(t, l.eq)
+		requireNoEvent(t, srv.eq)
+		lk.finish(t)
+	}, func(t *testing.T, lk *link) {
+		c, dest := s.client2(t, lk, epOpts{})
+		s.connect2(t, lk, c, dest, fixed("hello from the child"))
+		requireNoEvent(t, c.eq)
+		lk.send(t, "connected", nil)
 	})
 
-	s.run(t, "private-data", func(t *testing.T) {
+	// The most private data CMDataSize allows, both ways.
+	maxData := func(t testing.TB, seed byte) func(max int) []byte {
+		return func(max int) []byte {
+			require.Positive(t, max, "CMDataSize (FI_OPT_CM_DATA_SIZE)")
+			return pattern(max, seed)
+		}
+	}
+	s.run2(t, "private-data", func(t *testing.T) {
 		l := s.listen(t)
 		c := s.client(t, l, epOpts{})
 		max := c.cm.CMDataSize()
 		require.Positive(t, max, "CMDataSize (FI_OPT_CM_DATA_SIZE)")
 		s.connectFrom(t, l, c, epOpts{}, pattern(max, 1), pattern(max, 2))
+	}, func(t *testing.T) {
+		l, lk := s.listen2(t)
+		s.accept2(t, l, lk, epOpts{}, maxData(t, 2))
+		lk.finish(t)
+	}, func(t *testing.T, lk *link) {
+		c, dest := s.client2(t, lk, epOpts{})
+		s.connect2(t, lk, c, dest, maxData(t, 1))
 	})
 
-	s.run(t, "reject", func(t *testing.T) {
+	s.run2(t, "reject", func(t *testing.T) {
 		l := s.listen(t)
 		c := s.client(t, l, epOpts{})
 		require.NoError(t, c.cm.Connect(l.name, []byte("let me in")))
@@ -50,6 +76,31 @@ func testCM(t *testing.T, s *suite) {
 
 		// The listener keeps working after a reject.
 		s.connect(t, l, epOpts{}, []byte("again"), nil)
+	}, func(t *testing.T) {
+		l, lk := s.listen2(t)
+		req := l.connReq(t, s)
+		require.Equal(t, []byte("let me in"), req.Data)
+		require.NoError(t, l.pep.Reject(req.Info.Handle, []byte("go away")), "reject")
+		requireCoded(t, l.pep.Reject(req.Info.Handle, nil))
+		// The listener keeps working after a reject.
+		s.accept2(t, l, lk, epOpts{}, fixed("welcome"))
+		lk.finish(t)
+	}, func(t *testing.T, lk *link) {
+		c, dest := s.client2(t, lk, epOpts{})
+		require.NoError(t, c.cm.Connect(dest, []byte("let me in")))
+		e := s.expectEQError(t, c.eq)
+		require.Equal(t, fi.ECONNREFUSED, e.Err, "a rejected connect reports ECONNREFUSED, got %v", e)
+		require.ErrorIs(t, e, fi.ECONNREFUSED)
+		require.Equal(t, []byte("go away"), e.ErrData, "the reject's private data arrives as ErrData")
+		requireSameFid(t, c.ep, e.Fid, "the error names the connecting endpoint")
+		require.ErrorIs(t, c.cm.Connect(dest, nil), fi.EOPBADSTATE, "connect after a reject")
+		require.ErrorIs(t, c.cm.Shutdown(0), fi.ENOTCONN, "shutdown of a rejected endpoint")
+		require.NoError(t, c.ep.Close())
+		requireNoEvent(t, c.eq)
+
+		again := s.clientTo(t, c.info.AddrFormat, dest, epOpts{})
+		lk.poll = again.poll
+		s.connect2(t, lk, again, dest, fixed("again"))
 	})
 
 	for _, tc := range []struct {
@@ -58,19 +109,23 @@ func testCM(t *testing.T, s *suite) {
 		act func(t *testing.T, p *pair)
 		// closed is the side whose endpoint act closed, if any.
 		closed func(p *pair) *peer
+		// by is the side that shuts down in the two-process variant,
+		// "client" (the peer process) or "server" (the parent); empty
+		// for a test without one.
+		by string
 	}{
-		{"shutdown-client", func(t *testing.T, p *pair) { require.NoError(t, p.client.cm.Shutdown(0)) }, nil},
-		{"shutdown-server", func(t *testing.T, p *pair) { require.NoError(t, p.server.cm.Shutdown(0)) }, nil},
+		{"shutdown-client", func(t *testing.T, p *pair) { require.NoError(t, p.client.cm.Shutdown(0)) }, nil, "client"},
+		{"shutdown-server", func(t *testing.T, p *pair) { require.NoError(t, p.server.cm.Shutdown(0)) }, nil, "server"},
 		{"shutdown-both", func(t *testing.T, p *pair) {
 			require.NoError(t, p.client.cm.Shutdown(0))
 			require.NoError(t, p.server.cm.Shutdown(0))
-		}, nil},
+		}, nil, ""},
 		{"close-client", func(t *testing.T, p *pair) { require.NoError(t, p.client.ep.Close()) },
-			func(p *pair) *peer { return p.client }},
+			func(p *pair) *peer { return p.client }, ""},
 		{"close-server", func(t *testing.T, p *pair) { require.NoError(t, p.server.ep.Close()) },
-			func(p *pair) *peer { return p.server }},
+			func(p *pair) *peer { return p.server }, ""},
 	} {
-		s.run(t, tc.name, func(t *testing.T) {
+		one := func(t *testing.T) {
 			p := s.pair(t, epOpts{})
 			tc.act(t, p)
 			var closed *peer
@@ -78,15 +133,8 @@ func testCM(t *testing.T, s *suite) {
 				closed = tc.closed(p)
 			}
 			for _, x := range []*peer{p.client, p.server} {
-				if x == closed {
-					continue
-				}
-				sd := expectEvent[*eq.Shutdown](t, s, x.eq)
-				requireSameFid(t, x.ep, sd.Fid, x.role+"'s Shutdown names its endpoint")
-				require.NoError(t, x.cm.Shutdown(0), "%s: shutdown after the connection ended", x.role)
-				if m, ok := x.ep.(ep.Msg); ok {
-					require.ErrorIs(t, m.Send([]byte("x"), nil, fi.AddrUnspec, nil), fi.ESHUTDOWN,
-						"%s: send after shutdown", x.role)
+				if x != closed {
+					s.requireShutdown(t, x)
 				}
 			}
 			// Once both endpoints are closed nothing more can arrive: a
@@ -99,8 +147,75 @@ func testCM(t *testing.T, s *suite) {
 			requireNoEvent(t, p.client.eq)
 			requireNoEvent(t, p.server.eq)
 			requireNoEvent(t, p.l.eq)
+		}
+		if tc.by == "" {
+			s.run(t, tc.name, one)
+			continue
+		}
+		// Each process checks its side's one Shutdown, then both say so
+		// and close: after the close no second Shutdown can be queued.
+		s.run2(t, tc.name, one, func(t *testing.T) {
+			l, lk := s.listen2(t)
+			srv := s.accept2(t, l, lk, epOpts{}, noData)
+			lk.recv(t, "connected")
+			if tc.by == "server" {
+				require.NoError(t, srv.cm.Shutdown(0))
+			}
+			s.requireShutdown(t, srv)
+			lk.send(t, "shut", nil)
+			lk.recv(t, "shut")
+			require.NoError(t, srv.ep.Close(), "server: close")
+			requireNoEvent(t, srv.eq)
+			requireNoEvent(t, l.eq)
+			lk.finish(t)
+		}, func(t *testing.T, lk *link) {
+			c, dest := s.client2(t, lk, epOpts{})
+			s.connect2(t, lk, c, dest, noData)
+			lk.send(t, "connected", nil)
+			if tc.by == "client" {
+				require.NoError(t, c.cm.Shutdown(0))
+			}
+			s.requireShutdown(t, c)
+			lk.recv(t, "shut")
+			lk.send(t, "shut", nil)
+			require.NoError(t, c.ep.Close(), "client: close")
+			requireNoEvent(t, c.eq)
 		})
 	}
+
+	s.run2(t, "peer-gone", nil, func(t *testing.T) {
+		// The peer process is killed (SIGKILL) while connected: the
+		// server gets one eq.Shutdown, and its posted receive an error
+		// entry, within the timeout.
+		l, lk := s.listen2(t)
+		srv := s.accept2(t, l, lk, epOpts{}, noData)
+		m, hasMsg := srv.ep.(ep.Msg)
+		hasMsg = hasMsg && srv.info.Caps&fi.CapMsg != 0
+		rctx := &opCtx{"recv pending when the peer died"}
+		if hasMsg {
+			rbuf := make([]byte, 64)
+			require.NoError(t, m.Recv(rbuf, srv.desc(t, rbuf), fi.AddrUnspec, rctx))
+		}
+		lk.recv(t, "connected")
+		lk.kill(t)
+		sd := expectEvent[*eq.Shutdown](t, s, srv.eq)
+		requireSameFid(t, srv.ep, sd.Fid, "server's Shutdown names its endpoint")
+		if hasMsg {
+			e := alone(srv).cqError(t, s, srv)
+			requireCoded(t, e)
+			require.Same(t, rctx, e.Context, "the error entry's context is the posted receive's")
+			t.Logf("the posted receive ended with %v", e)
+		}
+		require.NoError(t, srv.ep.Close(), "server: close")
+		requireNoEvent(t, srv.eq)
+		requireNoEvent(t, l.eq)
+		srv.requireCQEmpty(t)
+	}, func(t *testing.T, lk *link) {
+		c, dest := s.client2(t, lk, epOpts{})
+		s.connect2(t, lk, c, dest, noData)
+		lk.send(t, "connected", nil)
+		// The harness now polls until the parent kills this process.
+	})
 
 	s.run(t, "names", func(t *testing.T) {
 		l := s.listen(t)
@@ -285,3 +400,25 @@ func testCM(t *testing.T, s *suite) {
 		require.NoError(t, p.client.eq.Close(), "EQ closes once its endpoint is gone")
 	})
 }
+
+// requireShutdown requires x's next event to be eq.Shutdown for its
+// endpoint, after which Shutdown succeeds again and sends fail with
+// fi.ESHUTDOWN.
+func (s *suite) requireShutdown(t testing.TB, x *peer) {
+	t.Helper()
+	sd := expectEvent[*eq.Shutdown](t, s, x.eq)
+	requireSameFid(t, x.ep, sd.Fid, x.role+"'s Shutdown names its endpoint")
+	require.NoError(t, x.cm.Shutdown(0), "%s: shutdown after the connection ended", x.role)
+	if m, ok := x.ep.(ep.Msg); ok {
+		require.ErrorIs(t, m.Send([]byte("x"), nil, fi.AddrUnspec, nil), fi.ESHUTDOWN,
+			"%s: send after shutdown", x.role)
+	}
+}
+
+// fixed is private data that does not depend on CMDataSize.
+func fixed(data string) func(max int) []byte {
+	return func(int) []byte { return []byte(data) }
+}
+
+// noData is no private data.
+func noData(int) []byte { return nil }

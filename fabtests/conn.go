@@ -461,3 +461,76 @@ func requireSameFid(t testing.TB, want, got fi.Fid, what string) {
 		t.Fatalf("%s: got %T %p, want %T %p", what, got, got, want, want)
 	}
 }
+
+// The two-process connection helpers: the parent holds the listener and
+// the accepting side, the peer process the connecting side.
+
+// listen2 listens, starts the peer process of the current "2proc" test
+// and sends it the listener's address format and name.
+func (s *suite) listen2(t *testing.T) (*listener, *link) {
+	t.Helper()
+	l := s.listen(t)
+	lk := s.spawn(t, nil)
+	lk.sendU64(t, "format", uint64(l.info.AddrFormat))
+	lk.send(t, "name", l.name)
+	return l, lk
+}
+
+// client2 is the peer process's client: it reads the listener's format
+// and name from lk, opens a client for them and has lk drive its
+// progress. It returns the client and the listener's name.
+func (s *suite) client2(t testing.TB, lk *link, o epOpts) (*peer, []byte) {
+	t.Helper()
+	f := fi.AddrFormat(lk.recvU64(t, "format"))
+	dest := lk.recv(t, "name")
+	c := s.clientTo(t, f, dest, o)
+	lk.poll = c.poll
+	return c, dest
+}
+
+// accept2 is the parent's side of a connection with the peer process:
+// it reads the private data the peer announced ("cdata"), requires it on
+// the next connection request, opens the server, announces ("adata") and
+// accepts with adata(max), max being the server's CMDataSize, and waits
+// for eq.Connected. lk drives the server's progress from then on.
+func (s *suite) accept2(t testing.TB, l *listener, lk *link, o epOpts, adata func(max int) []byte) *peer {
+	t.Helper()
+	cdata := lk.recv(t, "cdata")
+	req := l.connReq(t, s)
+	require.Equal(t, len(cdata), len(req.Data), "connection request's private data length")
+	if len(cdata) > 0 {
+		require.Equal(t, cdata, req.Data, "connection request's private data")
+	}
+	srv := s.server(t, l, req, o)
+	lk.poll = srv.poll
+	data := adata(srv.cm.CMDataSize())
+	lk.send(t, "adata", data)
+	require.NoError(t, srv.cm.Accept(data), "accept")
+	sc := expectEvent[*eq.Connected](t, s, srv.eq)
+	requireSameFid(t, srv.ep, sc.Fid, "server's Connected names the accepting endpoint")
+	return srv
+}
+
+// connect2 is the peer process's side of accept2: it announces
+// cdata(max), max being c's CMDataSize, connects c to dest with it, and
+// waits for eq.Connected with the private data the parent announced.
+func (s *suite) connect2(t testing.TB, lk *link, c *peer, dest []byte, cdata func(max int) []byte) {
+	t.Helper()
+	data := cdata(c.cm.CMDataSize())
+	lk.send(t, "cdata", data)
+	require.NoError(t, c.cm.Connect(dest, data), "connect")
+	adata := lk.recv(t, "adata")
+	cc := expectEvent[*eq.Connected](t, s, c.eq)
+	requireSameFid(t, c.ep, cc.Fid, "client's Connected names the connecting endpoint")
+	require.Equal(t, len(adata), len(cc.Data), "accept's private data length at the client")
+	if len(adata) > 0 {
+		require.Equal(t, adata, cc.Data, "accept's private data at the client")
+	}
+}
+
+// alone is a pair whose both sides are x: the pair's helpers (post,
+// take, completions) for the one side a process of a two-process test
+// holds.
+func alone(x *peer) *pair {
+	return &pair{client: x, server: x}
+}

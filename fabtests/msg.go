@@ -67,7 +67,7 @@ func requireSend(t testing.TB, c eq.Completion, ctx *opCtx) {
 // testMsg is the message group (fi_msg(3)) over a connected pair, with
 // RMA (fi_rma(3)) where the provider offers it.
 func testMsg(t *testing.T, s *suite) {
-	s.run(t, "send-recv", func(t *testing.T) {
+	s.run2(t, "send-recv", func(t *testing.T) {
 		p := s.pair(t, epOpts{})
 		for i, d := range [][2]*peer{{p.client, p.server}, {p.server, p.client}} {
 			from, to := d[0], d[1]
@@ -85,6 +85,54 @@ func testMsg(t *testing.T, s *suite) {
 		p.Close(t)
 		p.client.requireCQEmpty(t)
 		p.server.requireCQEmpty(t)
+	}, func(t *testing.T) {
+		// Sizes up to 1 MiB, from the peer process to the parent, then
+		// back; the parent says each size.
+		l, lk := s.listen2(t)
+		srv := s.accept2(t, l, lk, epOpts{}, noData)
+		p, sm := alone(srv), msgOf(t, srv)
+		sizes := msgSizes(srv)
+		lk.sendU64(t, "count", uint64(len(sizes)))
+		for i, n := range sizes {
+			rbuf, rctx := make([]byte, n), &opCtx{"recv"}
+			require.NoError(t, sm.Recv(rbuf, srv.desc(t, rbuf), fi.AddrUnspec, rctx))
+			lk.sendU64(t, "posted", uint64(n))
+			requireRecv(t, p.completion(t, s, srv), rctx, n, recvFlags)
+			require.True(t, bytes.Equal(pattern(n, byte(i)), rbuf), "server received different bytes (%d)", n)
+		}
+		for i, n := range sizes {
+			lk.sendU64(t, "size", uint64(n))
+			lk.recv(t, "posted")
+			data := pattern(n, byte(100+i))
+			desc, sctx := srv.desc(t, data), &opCtx{"send"}
+			p.post(t, s, "send", func() error { return sm.Send(data, desc, fi.AddrUnspec, sctx) })
+			requireSend(t, p.completion(t, s, srv), sctx)
+		}
+		lk.recv(t, "received")
+		lk.finish(t)
+		srv.requireCQEmpty(t)
+	}, func(t *testing.T, lk *link) {
+		c, dest := s.client2(t, lk, epOpts{})
+		s.connect2(t, lk, c, dest, noData)
+		p, cm := alone(c), msgOf(t, c)
+		count := int(lk.recvU64(t, "count"))
+		for i := range count {
+			n := int(lk.recvU64(t, "posted"))
+			data := pattern(n, byte(i))
+			desc, sctx := c.desc(t, data), &opCtx{"send"}
+			p.post(t, s, "send", func() error { return cm.Send(data, desc, fi.AddrUnspec, sctx) })
+			requireSend(t, p.completion(t, s, c), sctx)
+		}
+		for i := range count {
+			n := int(lk.recvU64(t, "size"))
+			rbuf, rctx := make([]byte, n), &opCtx{"recv"}
+			require.NoError(t, cm.Recv(rbuf, c.desc(t, rbuf), fi.AddrUnspec, rctx))
+			lk.send(t, "posted", nil)
+			requireRecv(t, p.completion(t, s, c), rctx, n, recvFlags)
+			require.True(t, bytes.Equal(pattern(n, byte(100+i)), rbuf), "client received different bytes (%d)", n)
+		}
+		lk.send(t, "received", nil)
+		c.requireCQEmpty(t)
 	})
 
 	s.run(t, "before-connected", func(t *testing.T) {
@@ -128,7 +176,7 @@ func testMsg(t *testing.T, s *suite) {
 		byCtx(c, crctx, len(smsg), crbuf, smsg)
 	})
 
-	s.run(t, "senddata-injectdata", func(t *testing.T) {
+	s.run2(t, "senddata-injectdata", func(t *testing.T) {
 		p := s.pair(t, epOpts{})
 		cm, sm := msgOf(t, p.client), msgOf(t, p.server)
 		v := cqData(t, p.client, 0x0123456789abcdef)
@@ -154,6 +202,57 @@ func testMsg(t *testing.T, s *suite) {
 		requireSend(t, p.completion(t, s, p.client), sctx)
 		p.Close(t)
 		p.client.requireCQEmpty(t)
+	}, func(t *testing.T) {
+		// SendData and InjectData from the peer process, SendData back.
+		l, lk := s.listen2(t)
+		srv := s.accept2(t, l, lk, epOpts{}, noData)
+		v := cqData(t, srv, 0x0123456789abcdef)
+		p, sm := alone(srv), msgOf(t, srv)
+		bufs := [2][]byte{make([]byte, 32), make([]byte, 32)}
+		rctx := [2]*opCtx{{"recv senddata"}, {"recv injectdata"}}
+		for i := range bufs {
+			require.NoError(t, sm.Recv(bufs[i], srv.desc(t, bufs[i]), fi.AddrUnspec, rctx[i]))
+		}
+		lk.send(t, "posted", nil)
+		sent := int(lk.recvU64(t, "sent"))
+		for i, rc := range p.completions(t, s, srv, sent) {
+			want := msgDataMsgs[i]
+			requireRecv(t, rc, rctx[i], len(want), recvFlags|fi.FlagRemoteCQData)
+			require.Equal(t, v-uint64(i), rc.Data, "remote CQ data")
+			require.Equal(t, want, bufs[i][:len(want)])
+		}
+		lk.recv(t, "posted")
+		data, sctx := []byte("data back"), &opCtx{"senddata"}
+		desc := srv.desc(t, data)
+		p.post(t, s, "senddata", func() error { return sm.SendData(data, desc, v+1, fi.AddrUnspec, sctx) })
+		requireSend(t, p.completion(t, s, srv), sctx)
+		lk.finish(t)
+		srv.requireCQEmpty(t)
+	}, func(t *testing.T, lk *link) {
+		c, dest := s.client2(t, lk, epOpts{})
+		s.connect2(t, lk, c, dest, noData)
+		v := cqData(t, c, 0x0123456789abcdef)
+		p, cm := alone(c), msgOf(t, c)
+		lk.recv(t, "posted")
+		a, b := msgDataMsgs[0], bytes.Clone(msgDataMsgs[1])
+		adesc, sctx := c.desc(t, a), &opCtx{"senddata"}
+		p.post(t, s, "senddata", func() error { return cm.SendData(a, adesc, v, fi.AddrUnspec, sctx) })
+		sent := 1
+		if c.info.TxAttr.InjectSize >= len(b) {
+			p.post(t, s, "injectdata", func() error { return cm.InjectData(b, v-1, fi.AddrUnspec) })
+			sent++
+		}
+		lk.sendU64(t, "sent", uint64(sent))
+		requireSend(t, p.completion(t, s, c), sctx)
+
+		rbuf, rctx := make([]byte, 32), &opCtx{"recv senddata"}
+		require.NoError(t, cm.Recv(rbuf, c.desc(t, rbuf), fi.AddrUnspec, rctx))
+		lk.send(t, "posted", nil)
+		rc := p.completion(t, s, c)
+		requireRecv(t, rc, rctx, len("data back"), recvFlags|fi.FlagRemoteCQData)
+		require.Equal(t, v+1, rc.Data, "remote CQ data")
+		require.Equal(t, "data back", string(rbuf[:rc.Len]))
+		c.requireCQEmpty(t) // InjectData generates no completion.
 	})
 
 	s.run(t, "inject", func(t *testing.T) {
@@ -632,4 +731,20 @@ func testRMA(t *testing.T, s *suite) {
 			require.Equal(t, before, x.buf, "target memory after a refused RMA")
 		})
 	}
+}
+
+// msgDataMsgs are the payloads of senddata-injectdata's two-process
+// variant: one sent with SendData, one with InjectData.
+var msgDataMsgs = [2][]byte{[]byte("with data"), []byte("injected")}
+
+// msgSizes are the message sizes of msg/send-recv's two-process variant,
+// up to 1 MiB, within x's maximum.
+func msgSizes(x *peer) []int {
+	var out []int
+	for _, n := range []int{1, 100, 4 << 10, 64 << 10, 1 << 20} {
+		if n <= x.info.EPAttr.MaxMsgSize {
+			out = append(out, n)
+		}
+	}
+	return out
 }

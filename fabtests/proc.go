@@ -354,10 +354,16 @@ func (s *suite) remote(t *testing.T, f func(t *testing.T, l *link)) {
 }
 
 // runPeer is Run in the child: it runs only the group of the test peerEnv
-// names; run and run2 skip everything else.
+// names; run and run2 skip everything else. Where Run was called in a
+// subtest of the top-level test, peerEnv's path starts with that
+// subtest's path.
 func (s *suite) runPeer(t *testing.T) {
+	base := ""
+	if strings.Contains(t.Name(), "/") {
+		base = relName(t.Name()) + "/"
+	}
 	for _, g := range groups {
-		if strings.HasPrefix(s.peerTest, g.name+"/") {
+		if strings.HasPrefix(s.peerTest, base+g.name+"/") {
 			t.Run(g.name, func(t *testing.T) { g.run(t, s) })
 		}
 	}
