@@ -13,6 +13,7 @@ import (
 	"github.com/gofabric/gofabric/eq"
 	"github.com/gofabric/gofabric/fi"
 	"github.com/gofabric/gofabric/internal/provutil"
+	"github.com/gofabric/gofabric/internal/sockpoll"
 )
 
 // endpoint is a connected (FI_EP_MSG) endpoint (struct fid_ep;
@@ -48,7 +49,7 @@ type endpoint struct {
 	cancelDial   context.CancelFunc
 	cmWG         sync.WaitGroup // the connect goroutine
 	// auto is the background progress of the connection, nil before it.
-	auto   atomic.Pointer[autoProgress]
+	auto   atomic.Pointer[sockpoll.Poller]
 	autoWG sync.WaitGroup
 	// polls counts the application's queue reads that ran progress.
 	polls atomic.Uint64
@@ -364,7 +365,7 @@ func (e *endpoint) Close() error {
 // the CM exchange done, before the endpoint is marked connected. The
 // endpoint keeps a duplicate of the descriptor outside the runtime's
 // netpoller and closes conn: polled sockets must not wake the netpoller's
-// thread for every message (see autoProgress). It returns false, leaving
+// thread for every message (see internal/sockpoll). It returns false, leaving
 // conn to the caller, when the endpoint was shut down or closed meanwhile
 // (want is the state the attempt must still be in) or the descriptor
 // cannot be duplicated.

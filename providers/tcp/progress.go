@@ -695,7 +695,7 @@ func (d *dataPath) recvFailed(e *endpoint, r *rxEntry, code fi.Errno) {
 func (e *endpoint) blockSends() {
 	if !e.sendBlocked.Swap(true) {
 		if a := e.auto.Load(); a != nil {
-			a.blocked()
+			a.Rearm()
 		}
 	}
 }
@@ -706,7 +706,7 @@ func (d *dataPath) closeSock(e *endpoint) {
 		return
 	}
 	if a := e.auto.Load(); a != nil {
-		a.halt()
+		a.Halt()
 	}
 	_ = unix.Close(d.fd)
 	d.fd = -1

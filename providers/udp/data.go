@@ -176,8 +176,8 @@ func (e *endpoint) postRecv(x *rxEntry) error {
 	}
 	first := e.posted.Add(1) == 1
 	e.mu.Unlock()
-	if first && e.auto.wantRecv.Load() {
-		e.auto.kickNow()
+	if first {
+		e.auto.Kick() // the background progress may wait for a receive
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/gofabric/gofabric/fi"
 	"github.com/gofabric/gofabric/internal/netif"
 	"github.com/gofabric/gofabric/internal/provutil"
+	"github.com/gofabric/gofabric/internal/sockpoll"
 	"golang.org/x/sys/unix"
 )
 
@@ -42,7 +43,7 @@ type endpoint struct {
 	txSel, rxSel bool
 	events       *eventQueue
 	sets         []*epSet
-	auto         *autoProgress
+	auto         *sockpoll.Poller
 	autoWG       sync.WaitGroup
 	// ifindex is the interface of the bound address, 0 for none in
 	// particular: multicast joins and sends use it.
@@ -339,7 +340,7 @@ func (e *endpoint) Close() error {
 	a := e.auto
 	e.nameMu.Unlock()
 	if a != nil {
-		a.halt()
+		a.Halt()
 	}
 	e.autoWG.Wait()
 	for _, s := range e.sets {

@@ -123,7 +123,7 @@ func (e *endpoint) Join(addr []byte, flags fi.Flags, ctx any) (ep.MulticastGroup
 		e.setMulticastIf()
 	}
 	if g.fd >= 0 {
-		if err := e.auto.add(g.fd); err != nil {
+		if err := e.auto.Add(g.fd); err != nil {
 			_ = unix.Close(g.fd)
 			e.ref.Release()
 			return nil, errors.Wrapf(fi.Code(err), "udp: join %v: epoll: %v", ap, err)
@@ -219,7 +219,7 @@ func (e *endpoint) leave(g *group) {
 	g.fd = -1
 	e.mu.Unlock()
 	if fd >= 0 {
-		e.auto.remove(fd)
+		e.auto.Remove(fd)
 		if e.family == unix.AF_INET {
 			_ = unix.SetsockoptIPMreqn(fd, unix.IPPROTO_IP, unix.IP_DROP_MEMBERSHIP, e.mreqn(g.ap))
 		} else {

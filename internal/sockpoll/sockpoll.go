@@ -1,0 +1,224 @@
+// Package sockpoll is the background progress (FI_PROGRESS_AUTO) of the
+// socket providers (tcp, udp): a goroutine per endpoint that moves data
+// when the application does not.
+//
+// The providers keep their sockets out of the Go netpoller and read and
+// write them without blocking from the application's queue reads (busy
+// polling: an arriving message wakes no thread). While the application
+// polls, the goroutine only looks every PollWindow whether it still does,
+// and never touches the sockets. Once it stops (it blocks in SRead or
+// Wait, computes, or is a passive RMA target), the goroutine arms the
+// sockets, one-shot, in an epoll instance of its own that sits in the
+// netpoller, sleeps there, and runs the provider's progress when one is
+// ready. It ends with Halt.
+package sockpoll
+
+import (
+	"os"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// PollWindow is how long after the application's last queue read the
+// goroutine leaves the sockets to it.
+const PollWindow = time.Millisecond
+
+// Config is what a Poller drives.
+type Config struct {
+	// Name names the epoll instance's file ("tcp-progress").
+	Name string
+	// Progress runs the endpoint's progress.
+	Progress func()
+	// Polls returns a count the application's queue reads advance.
+	Polls func() uint64
+	// Events returns the epoll events to arm fd with (unix.EPOLLIN, ...);
+	// EPOLLONESHOT is added.
+	Events func(fd int) uint32
+	// Wanted, if set, says whether there is anything to wait for (udp:
+	// receives are posted); while it is false the goroutine sleeps until
+	// Kick.
+	Wanted func() bool
+	// WG counts the goroutine, so that the endpoint's Close can wait for
+	// it.
+	WG *sync.WaitGroup
+}
+
+// Poller is an endpoint's background progress.
+type Poller struct {
+	cfg  Config
+	epfd int      // the epoll instance (os.File.Fd would make it blocking)
+	epf  *os.File // the same, as the netpoller knows it
+	eprc syscall.RawConn
+	kick chan struct{}
+	stop chan struct{}
+	// mu guards fds, armed and halted, and orders epoll_ctl against Halt,
+	// so that none reaches a closed (and maybe reused) descriptor.
+	mu     sync.Mutex
+	fds    []int
+	armed  bool
+	halted bool
+	evs    [1]unix.EpollEvent
+}
+
+// Start starts the goroutine for the sockets fds.
+func Start(cfg Config, fds ...int) (*Poller, error) {
+	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		return nil, err
+	}
+	if err := unix.SetNonblock(epfd, true); err != nil {
+		unix.Close(epfd)
+		return nil, err
+	}
+	f := os.NewFile(uintptr(epfd), cfg.Name) // non-blocking: goes to the netpoller
+	rc, err := f.SyscallConn()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	p := &Poller{cfg: cfg, epfd: epfd, epf: f, eprc: rc, kick: make(chan struct{}, 1), stop: make(chan struct{})}
+	for _, fd := range fds {
+		if err := p.Add(fd); err != nil {
+			f.Close()
+			return nil, err
+		}
+	}
+	cfg.WG.Add(1)
+	go p.loop()
+	return p, nil
+}
+
+// Add registers fd, disarmed unless the sockets are armed now.
+func (p *Poller) Add(fd int) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.halted {
+		return nil
+	}
+	if err := unix.EpollCtl(p.epfd, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: p.events(fd), Fd: int32(fd)}); err != nil {
+		return err
+	}
+	p.fds = append(p.fds, fd)
+	return nil
+}
+
+// Remove unregisters fd; call it before fd closes.
+func (p *Poller) Remove(fd int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i, x := range p.fds {
+		if x == fd {
+			p.fds = append(p.fds[:i], p.fds[i+1:]...)
+			if !p.halted {
+				_ = unix.EpollCtl(p.epfd, unix.EPOLL_CTL_DEL, fd, nil)
+			}
+			return
+		}
+	}
+}
+
+// Kick wakes the goroutine early: the application is about to block, or
+// made Wanted true.
+func (p *Poller) Kick() {
+	select {
+	case p.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Rearm arms the sockets again with their current Events, if they are
+// armed (tcp: sends now wait for room, watch for writability too).
+func (p *Poller) Rearm() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.armed && !p.halted {
+		p.modAll()
+	}
+}
+
+// Halt ends the goroutine; the caller closes its sockets after it.
+func (p *Poller) Halt() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.halted {
+		p.halted = true
+		close(p.stop)
+		p.epf.Close()
+	}
+}
+
+// events are fd's epoll events: one-shot, with the provider's events
+// while armed, none otherwise.
+func (p *Poller) events(fd int) uint32 {
+	if p.armed {
+		return p.cfg.Events(fd) | unix.EPOLLONESHOT
+	}
+	return unix.EPOLLONESHOT
+}
+
+func (p *Poller) modAll() {
+	for _, fd := range p.fds {
+		_ = unix.EpollCtl(p.epfd, unix.EPOLL_CTL_MOD, fd, &unix.EpollEvent{Events: p.events(fd), Fd: int32(fd)})
+	}
+}
+
+// setArmed arms or disarms the sockets (a one-shot registration disarms
+// itself once it fires).
+func (p *Poller) setArmed(on bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.armed = on
+	if on && !p.halted {
+		p.modAll()
+	}
+}
+
+func (p *Poller) loop() {
+	defer p.cfg.WG.Done()
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	// ready takes a socket's event, if there is one; the RawConn waits on
+	// the epoll instance until there is. (Arming the RawConn forgets an
+	// earlier readiness notice, so only a look at the instance tells.)
+	ready := func(epfd uintptr) bool {
+		n, _ := unix.EpollWait(int(epfd), p.evs[:], 0)
+		return n > 0
+	}
+	for {
+		// Leave the sockets to an application that polls.
+		seen := p.cfg.Polls()
+		timer.Reset(PollWindow)
+		select {
+		case <-timer.C:
+			if p.cfg.Polls() != seen {
+				continue
+			}
+		case <-p.kick:
+			timer.Stop()
+		case <-p.stop:
+			timer.Stop()
+			return
+		}
+		if p.cfg.Wanted != nil && !p.cfg.Wanted() {
+			select {
+			case <-p.kick:
+				continue
+			case <-p.stop:
+				return
+			}
+		}
+		seen = p.cfg.Polls()
+		p.setArmed(true)
+		err := p.eprc.Read(ready)
+		p.setArmed(false)
+		if err != nil {
+			return // halted
+		}
+		if p.cfg.Polls() == seen {
+			p.cfg.Progress()
+		}
+	}
+}

@@ -1,0 +1,80 @@
+package sockpoll
+
+import (
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+	"golang.org/x/sys/unix"
+)
+
+// pair returns a connected non-blocking socket pair.
+func pair(t *testing.T) (a, b int) {
+	t.Helper()
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	require.NoError(t, err)
+	t.Cleanup(func() { unix.Close(fds[0]); unix.Close(fds[1]) })
+	return fds[0], fds[1]
+}
+
+// The goroutine runs progress when a socket becomes readable and nobody
+// polls, only while Wanted holds (or after a Kick), and ends at Halt.
+func TestProgressWhenIdle(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	a, b := pair(t)
+	var (
+		wg     sync.WaitGroup
+		polls  atomic.Uint64
+		wanted atomic.Bool
+		got    = make(chan byte, 16)
+	)
+	wanted.Store(true)
+	p, err := Start(Config{
+		Name: "test",
+		Progress: func() {
+			var buf [1]byte
+			if n, _ := unix.Read(a, buf[:]); n == 1 {
+				got <- buf[0]
+			}
+		},
+		Polls:  polls.Load,
+		Events: func(int) uint32 { return unix.EPOLLIN },
+		Wanted: wanted.Load,
+		WG:     &wg,
+	}, a)
+	require.NoError(t, err)
+
+	_, err = unix.Write(b, []byte{1})
+	require.NoError(t, err)
+	select {
+	case c := <-got:
+		require.Equal(t, byte(1), c)
+	case <-time.After(10 * time.Second):
+		t.Fatal("no progress for a readable socket while nobody polls")
+	}
+
+	wanted.Store(false)
+	p.Kick()
+	time.Sleep(5 * PollWindow) // let it settle into waiting for a Kick
+	_, err = unix.Write(b, []byte{2})
+	require.NoError(t, err)
+	select {
+	case <-got:
+		t.Fatal("progress ran while Wanted was false")
+	case <-time.After(20 * PollWindow):
+	}
+	wanted.Store(true)
+	p.Kick()
+	select {
+	case c := <-got:
+		require.Equal(t, byte(2), c)
+	case <-time.After(10 * time.Second):
+		t.Fatal("no progress after Kick with Wanted true")
+	}
+
+	p.Halt()
+	wg.Wait()
+}
