@@ -31,7 +31,7 @@ func layer(path string) (rank int, name string) {
 		return 1, "eq"
 	case rel == "ep":
 		return 2, "ep"
-	case strings.HasPrefix(rel, "internal/provutil"), rel == "internal/netif":
+	case strings.HasPrefix(rel, "internal/provutil"), rel == "internal/netif", rel == "internal/sockpoll":
 		return 3, "internal/provutil"
 	case strings.HasPrefix(rel, "providers/") && rel != "providers/all":
 		return 4, "providers"
