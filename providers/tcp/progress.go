@@ -647,6 +647,9 @@ func (d *dataPath) postRecv(e *endpoint, r *rxEntry) error {
 	d.recvs[(d.recvHead+d.recvCount)%queueSize] = *r
 	d.recvCount++
 	if d.rstate == rsDispatch && d.fd >= 0 {
+		if a := e.auto.Load(); a != nil {
+			defer a.Kick() // the background progress may wait for this receive
+		}
 		if err := d.recv(e); err != nil {
 			d.fail(e, err)
 			return nil

@@ -52,6 +52,9 @@ func startAuto(e *endpoint, fd int) (*sockpoll.Poller, error) {
 			}
 			return unix.EPOLLIN | unix.EPOLLRDHUP
 		},
-		WG: &e.autoWG,
+		// A receive side waiting for a posted buffer leaves its data in the
+		// socket: watching it then would wake for nothing.
+		Wanted: func() bool { return !e.recvStalled.Load() || e.sendBlocked.Load() },
+		WG:     &e.autoWG,
 	}, fd)
 }
