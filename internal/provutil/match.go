@@ -254,10 +254,13 @@ func matchOne(provName string, offer, hints *fi.Info) (*fi.Info, string) {
 		info.FabricAttr = full.FabricAttr
 	}
 	info.FabricAttr.ProvName = pn
-	info.Caps = mergeCaps(offer.Caps, h.Caps)
-	info.TxAttr.Caps = mergeCaps(otxCaps, htxCaps)
-	info.RxAttr.Caps = mergeCaps(orxCaps, hrxCaps)
-	info.DomainAttr.Caps = mergeCaps(odCaps, hdCaps)
+	info.Caps = mergeCaps(offer.Caps, h.Caps, h.Caps != 0)
+	// An attribute whose hint caps come from hints.Caps asked for
+	// something even when none of it is of its side: it then gets only
+	// its secondary caps (C gives FI_RECV hints an empty tx caps).
+	info.TxAttr.Caps = mergeCaps(otxCaps, htxCaps, orDefault(htx.Caps, h.Caps) != 0)
+	info.RxAttr.Caps = mergeCaps(orxCaps, hrxCaps, orDefault(hrx.Caps, h.Caps) != 0)
+	info.DomainAttr.Caps = mergeCaps(odCaps, hdCaps, hdCaps != 0)
 	if hd.Caps == 0 && h.Caps != 0 {
 		// Entry-wide caps in hints name the domain caps wanted too: none
 		// named, none returned, as libfabric does.
@@ -332,8 +335,8 @@ func orDefault[T comparable](v, def T) T {
 }
 
 // mergeCaps returns the caps of a result: the primary caps asked for and
-// the secondary caps offered, or all offered when none were asked for
-// (libfabric's ofi_get_caps).
+// the secondary caps offered, or all offered when nothing was asked for
+// (askedAny false; libfabric's ofi_get_caps).
 // txCaps and rxCaps are the capabilities that belong to the transmit and
 // receive side (libfabric's FI_TX_CAPS and FI_RX_CAPS).
 const (
@@ -346,8 +349,8 @@ const (
 		fi.CapRMAEvent | fi.CapSourceErr | fi.CapCollective
 )
 
-func mergeCaps(offered, asked fi.Caps) fi.Caps {
-	if asked == 0 {
+func mergeCaps(offered, asked fi.Caps, askedAny bool) fi.Caps {
+	if !askedAny {
 		return offered
 	}
 	caps := asked & fi.PrimaryCaps & offered

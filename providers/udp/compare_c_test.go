@@ -23,7 +23,7 @@ import (
 func TestMatchesCProvider(t *testing.T) {
 	path := reftest.Tool(t, "fi_info", "libfabric-bin")
 	for _, iface := range []string{"", "lo"} {
-		for _, caps := range []string{"", "FI_MSG", "FI_MSG|FI_MULTICAST", "FI_MSG|FI_SOURCE", "FI_MSG|FI_SEND", "FI_RMA", "FI_TAGGED"} {
+		for _, caps := range []string{"", "FI_MSG", "FI_MSG|FI_MULTICAST", "FI_MSG|FI_SOURCE", "FI_MSG|FI_SEND", "FI_RECV", "FI_MULTICAST", "FI_RMA", "FI_TAGGED"} {
 			t.Run("iface="+iface+"/caps="+caps, func(t *testing.T) {
 				cleanEnv(t)
 				if iface != "" {
