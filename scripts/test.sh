@@ -34,7 +34,7 @@ step "go test -race -shuffle=on ./..."
 go test -race -shuffle=on -timeout 20m ./...
 
 step "fuzz smoke (10s per target)"
-for target in ./fi:FuzzParseAddr ./providers/tcp:FuzzCMHeader ./providers/tcp:FuzzDataHeader; do
+for target in ./fi:FuzzParseAddr ./providers/tcp:FuzzCMHeader ./providers/tcp:FuzzDataHeader ./providers/tcp:FuzzRxmHeader ./providers/tcp:FuzzRxmCMRecord; do
 	pkg=${target%%:*} fn=${target##*:}
 	go test -run='^$' -fuzz="^${fn}\$" -fuzztime="${FUZZTIME:-10s}" "$pkg"
 done
