@@ -25,6 +25,10 @@ type txArgs struct {
 	inject bool
 	rma    [iovLimit]rmaIOV
 	nrma   int
+	// tagged sends op 0 with the tag flag and tag (rxm's raw tagged
+	// form, §3.4); only RDM connections do.
+	tagged bool
+	tag    uint64
 }
 
 // setIOV copies a caller's vector; more than iovLimit entries is EINVAL.
@@ -91,6 +95,11 @@ func (e *endpoint) post(a *txArgs, kind txKind) error {
 	if a.flags&fi.FlagRemoteCQData != 0 && kind != txRead {
 		h.flags |= flagCQData
 		h.cqData = a.data
+	}
+	if a.tagged && kind == txSend {
+		h.flags |= flagTagged
+		h.tag = a.tag
+		cqFlags = fi.FlagSend | fi.FlagTagged
 	}
 	// Writes always ask for the target's ACK, so that a write the target
 	// refuses (bad key, range or rights: it drops the connection, §2.5.3)

@@ -161,6 +161,9 @@ type dataPath struct {
 	dstLeft      int    // payload bytes still to place
 	placed       int    // payload bytes placed
 	rleft        uint64 // payload bytes still to consume (placed or dropped)
+	// tagged lets op-0 messages carry a tag (rxm's raw tagged form,
+	// §3.4): set on the connections of RDM endpoints.
+	tagged bool
 }
 
 func (d *dataPath) init() {
@@ -505,8 +508,11 @@ func (d *dataPath) dispatch(e *endpoint) (bool, error) {
 		d.rstate = rsHeader
 		return true, nil
 	}
-	if h.hasTag() {
-		return false, fi.EIO // tagged messages need a tag-matching peer (§2.5.2); MSG endpoints are not one
+	if h.hasTag() && (!d.tagged || h.op != opMsg) {
+		// Tagged messages need a tag-matching receiver (§2.5.2): a plain
+		// MSG endpoint is not one; an RDM connection takes rxm's form,
+		// op 0 with the tag flag.
+		return false, fi.EIO
 	}
 	needAck := h.needsAck()
 	if needAck && d.nfree == 0 {
@@ -598,6 +604,10 @@ func (d *dataPath) finish(e *endpoint) {
 	switch d.kind {
 	case rkMsg:
 		flags := fi.FlagRecv | fi.FlagMsg
+		var tag uint64
+		if h.hasTag() {
+			flags, tag = fi.FlagRecv|fi.FlagTagged, h.tag
+		}
 		var data uint64
 		if h.flags&flagCQData != 0 {
 			flags |= fi.FlagRemoteCQData
@@ -607,14 +617,14 @@ func (d *dataPath) finish(e *endpoint) {
 		if over := h.payloadLen() - uint64(d.placed); over > 0 {
 			if e.rxcq != nil {
 				_ = e.rxcq.CompleteErr(&eq.CQError{Context: c.ctx, Flags: flags, Len: d.placed,
-					Data: data, OLen: int(min(over, uint64(maxInt))), Err: fi.ETRUNC})
+					Data: data, Tag: tag, OLen: int(min(over, uint64(maxInt))), Err: fi.ETRUNC})
 			}
 			if k := e.cntr[cntRecv]; k != nil {
 				_ = k.AddErr(1)
 			}
 		} else {
 			if c.report && e.rxcq != nil {
-				_ = e.rxcq.CompleteOverflow(eq.Completion{Context: c.ctx, Flags: flags, Len: d.placed, Data: data}, fi.AddrUnspec)
+				_ = e.rxcq.CompleteOverflow(eq.Completion{Context: c.ctx, Flags: flags, Len: d.placed, Data: data, Tag: tag}, fi.AddrUnspec)
 			}
 			if k := e.cntr[cntRecv]; k != nil {
 				_ = k.Add(1)
