@@ -36,6 +36,9 @@ func (s *suite) endpointKinds(t *testing.T, f func(t *testing.T, open func(t *te
 		f(t, func(t *testing.T) *duo {
 			m := s.rdmPair(t, rdmOpts{})
 			a, b := m.peers[0], m.peers[1]
+			if !s.cfg.Faults { // a warm-up message could be lost to them
+				m.warm(t, 0, 1)
+			}
 			return &duo{
 				a: a.peer, b: b.peer, dest: m.addr[0][1],
 				poll: func(t testing.TB) { m.poll(t) },

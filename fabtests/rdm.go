@@ -168,6 +168,7 @@ func testRDM(t *testing.T, s *suite) {
 		// posted.
 		m := s.rdmPair(t, rdmOpts{})
 		a, b := m.peers[0], m.peers[1]
+		m.warm(t, 0, 1)
 		am, bm := a.msg(t), b.msg(t)
 		dest := m.addr[0][1]
 		const size, bound = 16 << 10, 8192
@@ -260,7 +261,7 @@ func testRDM(t *testing.T, s *suite) {
 		rbufs := make([][]byte, 3*k)
 		for i := range rbufs {
 			rbufs[i] = make([]byte, 16)
-			require.NoError(t, rm.Recv(rbufs[i], r.desc(t, rbufs[i]), fi.AddrUnspec, nil))
+			require.NoError(t, rm.Recv(rbufs[i], r.desc(t, rbufs[i]), fi.AddrUnspec, i))
 		}
 		for seq := range k {
 			for i := 1; i <= 3; i++ {
@@ -275,10 +276,19 @@ func testRDM(t *testing.T, s *suite) {
 		next := [4]uint64{}
 		count := [4]int{}
 		ordered := r.info.TxAttr.MsgOrder&fi.OrderSAS != 0
-		for j, e := range m.completions(t, r, 3*k) {
+		// Completions may come in any order (completion order
+		// FI_ORDER_NONE): receives are told apart by their context, and
+		// order is checked in the order the receives were posted.
+		byRecv := make([]*rdmEntry, len(rbufs))
+		for _, e := range m.completions(t, r, 3*k) {
+			j, ok := e.c.Context.(int)
+			require.True(t, ok && j >= 0 && j < len(rbufs) && byRecv[j] == nil, "receive completion with context %v", e.c.Context)
+			byRecv[j] = &e
+		}
+		for j, e := range byRecv {
 			i := int(rbufs[j][0])
 			require.Contains(t, []int{1, 2, 3}, i, "payload names the sender")
-			requireSource(t, r, e, m.addr[0][i])
+			requireSource(t, r, *e, m.addr[0][i])
 			seq := binary.LittleEndian.Uint64(rbufs[j][8:])
 			if ordered {
 				require.Equal(t, next[i], seq, "order of %s's messages", m.peers[i].role)

@@ -282,6 +282,36 @@ func (m *mesh) post(t testing.TB, what string, op func() error) {
 	}
 }
 
+// warm exchanges one message from peer i to peer j and takes both
+// completions: a provider may open its connection to a peer lazily and
+// answer the first sends with fi.EAGAIN until it is up (tcp;ofi_rxm
+// does), so tests that count on sends being accepted at once warm the
+// path first.
+func (m *mesh) warm(t testing.TB, i, j int) {
+	t.Helper()
+	a, b := m.peers[i], m.peers[j]
+	buf := make([]byte, 8)
+	var rdesc, sdesc any
+	if b.mrLocal || a.mrLocal {
+		for _, x := range []struct {
+			p *rdmPeer
+			d *any
+		}{{b, &rdesc}, {a, &sdesc}} {
+			if !x.p.mrLocal {
+				continue
+			}
+			mr, err := fi.RegisterMR(x.p.domain, &fi.MRAttr{Buf: buf, Access: fi.AccessSend | fi.AccessRecv}, 0)
+			require.NoError(t, err, "warm: register")
+			t.Cleanup(func() { _ = mr.Close() })
+			*x.d = mr.Desc()
+		}
+	}
+	require.NoError(t, b.msg(t).Recv(buf, rdesc, fi.AddrUnspec, "warm-recv"), "warm: recv")
+	m.post(t, "warm: send", func() error { return a.msg(t).Send(buf[:0], sdesc, m.addr[i][j], "warm-send") })
+	m.take(t, b, 1)
+	m.take(t, a, 1)
+}
+
 // take polls until x has n entries and returns them, removed from x.in.
 func (m *mesh) take(t testing.TB, x *rdmPeer, n int) []rdmEntry {
 	t.Helper()

@@ -78,10 +78,21 @@ func (x *rdmTarget) write(t testing.TB, data []byte, off uint64, name string) {
 	ctx := &opCtx{name}
 	m := &ep.RMAMessage{IOV: [][]byte{data}, Desc: []any{x.init.desc(t, data)}, Addr: x.dest,
 		RMAIOV: []ep.RMAIOV{{Addr: off, Len: len(data), Key: x.key}}, Context: ctx}
+	// The target may place the data on a progress goroutine of its own,
+	// ordered with the test's reads of the buffer only through the
+	// network, which the race detector cannot see: polling the target
+	// (its progress lock) before the write and after its completion
+	// orders them for it.
+	if x.target != nil {
+		x.target.poll(t)
+	}
 	x.post(t, name, func() error { return x.rma.WriteMsg(m, fi.FlagDeliveryComplete) })
 	c := x.completion(t, x.init)
 	require.Same(t, ctx, c.c.Context)
 	require.Equal(t, writeFlags, c.c.Flags, "write completion's flags: %v", c.c.Flags)
+	if x.target != nil {
+		x.target.poll(t)
+	}
 }
 
 // read reads n bytes at off and checks the completion.

@@ -87,6 +87,13 @@ func (e *endpoint) dial(ctx context.Context, local *net.TCPAddr, dest string, ms
 	data := append([]byte(nil), h.data...)
 	switch h.typ {
 	case cmConnResp:
+		if e.rdm != nil && !e.rdm.accepted(e, data) {
+			conn.Close()
+			if e.cs.Failed() == nil {
+				e.postError(fi.EIO, nil)
+			}
+			return
+		}
 		if !e.attach(conn, dataCodec{bigEndian: h.bigEndian}, ep.CMConnecting) {
 			conn.Close()
 			return

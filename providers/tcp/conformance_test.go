@@ -11,5 +11,5 @@ import (
 // vectors).
 func TestConformance(t *testing.T) {
 	cleanEnv(t)
-	fabtests.Run(t, fabtests.Config{Provider: "tcp", Groups: []string{"unit", "cm", "msg", "close", "concurrency", "badinput", "faults"}})
+	fabtests.Run(t, fabtests.Config{Provider: "tcp", Groups: []string{"unit", "cm", "msg", "rdm", "tagged", "rma", "close", "concurrency", "badinput", "faults"}})
 }

@@ -29,6 +29,13 @@ type txArgs struct {
 	// form, §3.4); only RDM connections do.
 	tagged bool
 	tag    uint64
+	// prefix goes out before the payload as part of it: the rxm packet
+	// header (and rendezvous descriptor) of an RDM connection; it is
+	// copied at once.
+	prefix []byte
+	// internal is an operation of the RDM layer (txEntry.internal);
+	// locked says the caller holds the endpoint's mu.
+	internal, locked bool
 }
 
 // setIOV copies a caller's vector; more than iovLimit entries is EINVAL.
@@ -62,7 +69,7 @@ func (e *endpoint) post(a *txArgs, kind txKind) error {
 	}
 	n := a.length()
 	inject := a.inject || a.flags&fi.FlagInject != 0
-	if inject && n > injectSize {
+	if inject && n > injectSize && !a.internal {
 		return errors.Wrapf(fi.EINVAL, "tcp: inject of %d bytes, the inject size is %d", n, injectSize)
 	}
 	h := dataHeader{op: opMsg}
@@ -113,11 +120,13 @@ func (e *endpoint) post(a *txArgs, kind txKind) error {
 	if kind == txRead {
 		h.setPayloadLen(0)
 	} else {
-		h.setPayloadLen(uint64(n))
+		h.setPayloadLen(uint64(len(a.prefix) + n))
 	}
 
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	if !a.locked {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+	}
 	d := &e.dp
 	if d.fd < 0 {
 		if err := e.cs.CanSend(); err != nil {
@@ -125,7 +134,7 @@ func (e *endpoint) post(a *txArgs, kind txKind) error {
 		}
 		return fi.ESHUTDOWN
 	}
-	if d.appOps >= queueSize || d.nfree == 0 {
+	if (d.appOps >= queueSize && !a.internal) || d.nfree == 0 {
 		return fi.EAGAIN
 	}
 	i := d.take()
@@ -133,7 +142,12 @@ func (e *endpoint) post(a *txArgs, kind txKind) error {
 	t.kind, t.ack, t.cnt, t.ctx, t.cqFlags = kind, ack, cnt, a.ctx, cqFlags
 	t.inject = a.inject
 	t.report = !a.inject && (!e.txSel || a.flags&fi.FlagCompletion != 0)
+	t.internal = a.internal
+	if a.internal {
+		t.report, t.cnt = false, -1
+	}
 	t.hdrLen = d.codec.putDataHeader(t.hdr[:], &h)
+	t.hdrLen += copy(t.hdr[t.hdrLen:], a.prefix)
 	t.total = int(h.size)
 	t.rlen = 0
 	if kind == txRead {

@@ -83,6 +83,36 @@ func (d *domain) OpenCounter(attr *eq.CounterAttr) (eq.Counter, error) {
 	return k, nil
 }
 
+// OpenAV opens an address vector (fi_av_open) of peer sockaddrs
+// (sockaddr_in, sockaddr_in6) for RDM endpoints; FI_AV_MAP and
+// FI_AV_TABLE both give dense indexes.
+func (d *domain) OpenAV(attr *fi.AVAttr) (fi.AV, error) {
+	a, err := provutil.OpenChildAV(&d.ref, attr, d.info.AddrFormat, checkPeerName, "tcp: open av")
+	if err != nil {
+		return nil, err
+	}
+	return &addrVector{ChildAV: a}, nil
+}
+
+// checkPeerName vets an AV address: a sockaddr with an address and a
+// port.
+func checkPeerName(b []byte) error {
+	ap, _, err := fi.AddrPortFromSockaddr(b)
+	if err != nil {
+		return errors.Wrap(err, "tcp: av: address")
+	}
+	if !ap.Addr().IsValid() || ap.Port() == 0 {
+		return errors.Wrapf(fi.EINVAL, "tcp: av: address %v has no address or port", ap)
+	}
+	return nil
+}
+
+// addrVector is a software AV that releases its domain's reference when
+// it closes.
+type addrVector struct {
+	*provutil.ChildAV
+}
+
 // RegisterMR registers memory (fi_mr_regattr) in the domain's table, with
 // the C provider's MR mode: keys are the application's requested keys and
 // remote addresses are offsets from MRAttr.Offset. The region holds a

@@ -54,6 +54,11 @@ type endpoint struct {
 	// polls counts the application's queue reads that ran progress.
 	polls atomic.Uint64
 
+	// rdm is the RDM endpoint whose connection this is (rdm.go), nil for
+	// an application's FI_EP_MSG endpoint; peer is the peer it reaches.
+	rdm  *rdmEndpoint
+	peer *rdmPeer
+
 	// mu guards the data path: the socket and the transmit and receive
 	// state (progress.go).
 	mu sync.Mutex
@@ -90,8 +95,15 @@ func (d *domain) OpenEndpoint(info *fi.Info) (ep.Endpoint, error) {
 	if info == nil {
 		info = d.info
 	}
+	if info.EPAttr != nil && info.EPAttr.Type == fi.EPTypeRDM && info.Handle == nil {
+		r, err := d.openRDM(info)
+		if err != nil {
+			return nil, err
+		}
+		return r, nil
+	}
 	if info.EPAttr != nil && info.EPAttr.Type != fi.EPTypeUnspec && info.EPAttr.Type != fi.EPTypeMsg {
-		return nil, errors.Wrapf(fi.EINVAL, "tcp: open endpoint: ep type %v not supported (offers FI_EP_MSG)", info.EPAttr.Type)
+		return nil, errors.Wrapf(fi.EINVAL, "tcp: open endpoint: ep type %v not supported (offers FI_EP_MSG and FI_EP_RDM)", info.EPAttr.Type)
 	}
 	var req *connReq
 	if info.Handle != nil {
@@ -300,6 +312,10 @@ func (e *endpoint) Shutdown(flags fi.Flags) error {
 
 // postEvent queues ev on the bound event queue.
 func (e *endpoint) postEvent(ev eq.Event) {
+	if e.rdm != nil {
+		e.rdm.connEvent(e, ev, 0, nil)
+		return
+	}
 	if q := e.eventQueue(); q != nil {
 		_ = q.Post(ev)
 	}
@@ -307,6 +323,10 @@ func (e *endpoint) postEvent(ev eq.Event) {
 
 // postError queues an error event about the endpoint.
 func (e *endpoint) postError(code fi.Errno, data []byte) {
+	if e.rdm != nil {
+		e.rdm.connEvent(e, nil, code, data)
+		return
+	}
 	if q := e.eventQueue(); q != nil {
 		_ = q.PostErr(&eq.EQError{Fid: e, Err: code, ErrData: data})
 	}

@@ -70,8 +70,8 @@ func (f *fabric) OpenDomain(info *fi.Info) (fi.Domain, error) {
 	if info.FabricAttr != nil && info.FabricAttr.Name != "" && info.FabricAttr.Name != f.attr.Name {
 		return nil, errors.Wrapf(fi.EINVAL, "tcp: open domain: info is of fabric %q, not %q", info.FabricAttr.Name, f.attr.Name)
 	}
-	if info.EPAttr != nil && info.EPAttr.Type != fi.EPTypeUnspec && info.EPAttr.Type != fi.EPTypeMsg {
-		return nil, errors.Wrapf(fi.EINVAL, "tcp: open domain: ep type %v not supported (offers FI_EP_MSG)", info.EPAttr.Type)
+	if t := info.EPAttr; t != nil && t.Type != fi.EPTypeUnspec && t.Type != fi.EPTypeMsg && t.Type != fi.EPTypeRDM {
+		return nil, errors.Wrapf(fi.EINVAL, "tcp: open domain: ep type %v not supported (offers FI_EP_MSG and FI_EP_RDM)", t.Type)
 	}
 	if err := f.ref.Acquire(); err != nil {
 		return nil, errors.Wrap(err, "tcp: open domain: fabric closed")

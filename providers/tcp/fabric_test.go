@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/gofabric/gofabric/ep"
 	"github.com/gofabric/gofabric/eq"
 	"github.com/gofabric/gofabric/fi"
 	"github.com/stretchr/testify/require"
@@ -120,13 +121,22 @@ func TestDomainFailedOpenReleases(t *testing.T) {
 	require.NoError(t, f.Close())
 }
 
-func TestDomainHasNoAV(t *testing.T) {
+func TestDomainAV(t *testing.T) {
 	info, f := openFabric(t)
 	d, err := f.OpenDomain(info)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, d.Close()); require.NoError(t, f.Close()) })
-	_, err = fi.OpenAV(d, nil)
-	require.ErrorIs(t, err, fi.ENOSYS, "FI_EP_MSG endpoints take no address vector")
+	av, err := fi.OpenAV(d, &fi.AVAttr{})
+	require.NoError(t, err, "RDM endpoints address peers through an AV")
+	_, err = av.Insert([][]byte{sockaddrIn([4]byte{127, 0, 0, 1}, 0)}, 0)
+	require.ErrorIs(t, err, fi.EINVAL, "a peer address needs a port")
+	_, err = av.Insert([][]byte{{1, 2, 3}}, 0)
+	require.ErrorIs(t, err, fi.EINVAL, "not a sockaddr")
+	e, err := ep.Open(d, info)
+	require.NoError(t, err)
+	require.ErrorIs(t, e.Bind(av, 0), fi.EINVAL, "FI_EP_MSG endpoints take no address vector")
+	require.NoError(t, e.Close())
+	require.NoError(t, av.Close())
 }
 
 func TestOpenChecks(t *testing.T) {
@@ -138,9 +148,9 @@ func TestOpenChecks(t *testing.T) {
 	_, err := f.OpenDomain(other)
 	require.ErrorIs(t, err, fi.EINVAL, "an entry of another fabric")
 
-	rdm := info.Clone()
-	rdm.EPAttr.Type = fi.EPTypeRDM
-	_, err = f.OpenDomain(rdm)
+	dgram := info.Clone()
+	dgram.EPAttr.Type = fi.EPTypeDgram
+	_, err = f.OpenDomain(dgram)
 	require.ErrorIs(t, err, fi.EINVAL)
 
 	_, err = f.OpenDomain(&fi.Info{})

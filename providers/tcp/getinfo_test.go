@@ -198,15 +198,29 @@ func TestGetInfoHints(t *testing.T) {
 			require.Equal(t, "lo", infos[0].DomainAttr.Name)
 		},
 	}, {
-		name:   "RDM is not offered yet",
-		hints:  func(h *fi.Info) { h.EPAttr.Type = fi.EPTypeRDM },
-		reason: []string{"tcp: ", "FI_EP_RDM", "ofi_rxm"},
+		name:  "RDM is tcp;ofi_rxm",
+		hints: func(h *fi.Info) { h.EPAttr.Type = fi.EPTypeRDM },
+		check: func(t *testing.T, infos []*fi.Info) {
+			for _, in := range infos {
+				require.Equal(t, "tcp;ofi_rxm", in.FabricAttr.ProvName)
+				require.Equal(t, fi.ProtoRXM, in.EPAttr.Protocol)
+				require.Equal(t, 64, in.TxAttr.InjectSize, "rxm's inject size: 128 less its header")
+				require.NotZero(t, in.Caps&fi.CapTagged)
+			}
+		},
+	}, {
+		name:  "no ep type gives RDM entries first, as C",
+		hints: func(h *fi.Info) { h.EPAttr.Type = fi.EPTypeUnspec },
+		check: func(t *testing.T, infos []*fi.Info) {
+			require.Equal(t, fi.EPTypeRDM, infos[0].EPAttr.Type)
+			require.Equal(t, fi.EPTypeMsg, infos[len(infos)-1].EPAttr.Type)
+		},
 	}, {
 		name:   "DGRAM is not offered",
 		hints:  func(h *fi.Info) { h.EPAttr.Type = fi.EPTypeDgram },
 		reason: []string{"tcp: ", "FI_EP_DGRAM"},
 	}, {
-		name:   "FI_TAGGED is not offered",
+		name:   "FI_TAGGED is not offered on FI_EP_MSG",
 		hints:  func(h *fi.Info) { h.Caps = fi.CapMsg | fi.CapTagged },
 		reason: []string{"tcp: ", "FI_TAGGED"},
 	}, {
@@ -228,7 +242,7 @@ func TestGetInfoHints(t *testing.T) {
 			for k, v := range tt.env {
 				t.Setenv(k, v)
 			}
-			h := tcpHints(fi.EPTypeUnspec)
+			h := tcpHints(fi.EPTypeMsg)
 			if tt.hints != nil {
 				tt.hints(h)
 			}
@@ -243,7 +257,9 @@ func TestGetInfoHints(t *testing.T) {
 			require.NoError(t, err)
 			require.NotEmpty(t, infos)
 			for _, in := range infos {
-				require.Equal(t, fi.EPTypeMsg, in.EPAttr.Type)
+				if h.EPAttr.Type != fi.EPTypeUnspec {
+					require.Equal(t, h.EPAttr.Type, in.EPAttr.Type)
+				}
 			}
 			tt.check(t, infos)
 		})

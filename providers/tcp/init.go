@@ -4,6 +4,8 @@ import (
 	"context"
 	"math"
 
+	"github.com/cockroachdb/errors"
+
 	"github.com/gofabric/gofabric/fi"
 	"github.com/gofabric/gofabric/internal/netif"
 )
@@ -84,6 +86,54 @@ func newEntry(f fi.AddrFormat, domain, fabric string, localOnly bool) *fi.Info {
 	}
 }
 
+// Attributes of the C provider's FI_EP_RDM entries, tcp;ofi_rxm (fi_info
+// -v -p tcp -t FI_EP_RDM), without FI_MULTI_RECV (not implemented) and
+// with FI_SOURCE and FI_DIRECTED_RECV, which rxm grants when asked.
+const (
+	rdmCaps = fi.CapMsg | fi.CapRMA | fi.CapTagged | fi.CapRead | fi.CapWrite | fi.CapRecv | fi.CapSend |
+		fi.CapRemoteRead | fi.CapRemoteWrite | fi.CapLocalComm | fi.CapRemoteComm | fi.CapSource | fi.CapDirectedRecv
+	rdmTxCaps = fi.CapMsg | fi.CapRMA | fi.CapTagged | fi.CapRead | fi.CapWrite | fi.CapSend
+	rdmRxCaps = fi.CapMsg | fi.CapRMA | fi.CapTagged | fi.CapRecv | fi.CapRemoteRead | fi.CapRemoteWrite |
+		fi.CapSource | fi.CapDirectedRecv
+	// rdmProvName is how libfabric names the layering.
+	rdmProvName = provName + ";ofi_rxm"
+)
+
+// newRDMEntry returns an FI_EP_RDM (tcp;ofi_rxm) entry for an address of
+// format f in domain and fabric.
+func newRDMEntry(f fi.AddrFormat, domain, fabric string, localOnly bool) *fi.Info {
+	caps := rdmCaps
+	if localOnly {
+		caps &^= fi.CapRemoteComm
+	}
+	return &fi.Info{
+		Caps:       caps,
+		AddrFormat: f,
+		TxAttr: &fi.TxAttr{
+			Caps: rdmTxCaps, MsgOrder: msgOrder, CompOrder: fi.OrderNone,
+			InjectSize: rdmInjectSize, Size: rdmQueueSize, IOVLimit: iovLimit, RMAIOVLimit: iovLimit,
+		},
+		RxAttr: &fi.RxAttr{
+			Caps: rdmRxCaps, MsgOrder: msgOrder, CompOrder: fi.OrderNone,
+			Size: rdmQueueSize, IOVLimit: iovLimit,
+		},
+		EPAttr: &fi.EPAttr{
+			Type: fi.EPTypeRDM, Protocol: fi.ProtoRXM, ProtocolVersion: 1,
+			MaxMsgSize: math.MaxInt, MaxOrderRAWSize: math.MaxInt, MaxOrderWAWSize: math.MaxInt,
+			MemTagFormat: 0xaaaaaaaaaaaaaaaa, TxCtxCnt: 1, RxCtxCnt: 1,
+		},
+		DomainAttr: &fi.DomainAttr{
+			Name: domain, Threading: fi.ThreadSafe,
+			ControlProgress: fi.ProgressAuto, DataProgress: fi.ProgressManual,
+			ResourceMgmt: fi.RMEnabled, AVType: fi.AVUnspec, MRMode: mrMode,
+			MRKeySize: 8, CQDataSize: cqDataSize, CQCnt: 65536, EPCnt: 32768,
+			TxCtxCnt: 1, RxCtxCnt: 1, MaxEPTxCtx: 1, MaxEPRxCtx: 1,
+			MRIOVLimit: 1, Caps: domainCaps,
+		},
+		FabricAttr: &fi.FabricAttr{Name: fabric, ProvName: rdmProvName, ProvVersion: provVersion, APIVersion: fi.APIVersion},
+	}
+}
+
 // provider is the tcp provider (struct fi_provider "tcp").
 type provider struct{}
 
@@ -103,14 +153,30 @@ func (provider) Version() fi.Version { return provVersion }
 // destination alone keeps the entry of the interface the route to it
 // leaves from.
 func (provider) GetInfo(ctx context.Context, node, service string, flags fi.Flags, hints *fi.Info) ([]*fi.Info, error) {
-	if hints != nil && hints.EPAttr != nil && hints.EPAttr.Type == fi.EPTypeRDM {
-		return nil, declined("ep type FI_EP_RDM not offered: RDM endpoints over tcp (tcp;ofi_rxm) are not implemented yet; use FI_EP_MSG")
-	}
 	p, err := loadParams()
 	if err != nil {
 		return nil, err
 	}
-	return p.offer().GetInfo(ctx, node, service, flags, hints)
+	o := p.offer()
+	o.Entry = newRDMEntry
+	rdm, rerr := o.GetInfo(ctx, node, service, flags, hints)
+	msg, merr := p.offer().GetInfo(ctx, node, service, flags, hints)
+	switch {
+	case rerr == nil && merr == nil:
+		return append(rdm, msg...), nil
+	case rerr == nil:
+		return rdm, nil
+	case merr == nil:
+		return msg, nil
+	}
+	var a, b *fi.NoMatchError
+	if errors.As(rerr, &a) && errors.As(merr, &b) {
+		return nil, &fi.NoMatchError{Reasons: append(append([]fi.ProviderReason(nil), a.Reasons...), b.Reasons...)}
+	}
+	if errors.As(rerr, &a) {
+		return nil, merr
+	}
+	return nil, rerr
 }
 
 // declined is GetInfo's ENODATA with one reason.

@@ -31,6 +31,10 @@ type passiveEP struct {
 	backlog ep.Backlog
 	log     func(msg string, args ...any)
 
+	// onReq, when set, takes the connection requests instead of an event
+	// queue: the listener of an RDM endpoint (rdm.go).
+	onReq func(r *connReq, data []byte)
+
 	mu     sync.Mutex // guards the fields below
 	events *eventQueue
 	fd     int // the bound socket until Listen, then -1
@@ -245,7 +249,7 @@ func (p *passiveEP) Listen() error {
 	if p.closed {
 		return errors.Wrap(fi.EBADF, "tcp: listen: closed")
 	}
-	if p.events == nil {
+	if p.events == nil && p.onReq == nil {
 		return errors.Wrap(fi.ENOEQ, "tcp: listen: no event queue bound")
 	}
 	if err := p.backlog.Listen(); err != nil {
@@ -346,6 +350,10 @@ func (p *passiveEP) readRequest(c *net.TCPConn) {
 	if err != nil {
 		p.log("tcp: refused a connection request", "peer", c.RemoteAddr(), "err", err)
 		r.reject(nil)
+		return
+	}
+	if p.onReq != nil {
+		p.onReq(r, data)
 		return
 	}
 	_ = q.Post(&eq.ConnReq{Fid: p, Info: info, Data: data})

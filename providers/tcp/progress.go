@@ -52,12 +52,20 @@ type txEntry struct {
 	rlen    int // txRead: bytes the response must carry
 	ctx     any
 	cqFlags fi.Flags
-	niov    int
-	iov     [iovLimit][]byte // payload, or txRead's destination
-	// hdr holds the header, and after it an injected payload: small
-	// messages go out as one contiguous segment.
-	hdr [maxDataHeaderSize + injectSize]byte
+	// internal marks an operation of the RDM layer (rdm.go): no CQ entry
+	// and no counter; when ctx is set the RDM endpoint hears of its end.
+	internal bool
+	niov     int
+	iov      [iovLimit][]byte // payload, or txRead's destination
+	// hdr holds the header, and after it an injected payload or the RDM
+	// layer's prefix: small messages go out as one contiguous segment.
+	hdr [maxDataHeaderSize + hdrRoom]byte
 }
+
+// hdrRoom is the room after the tcp header: an injected payload, or an rxm
+// packet header with a rendezvous descriptor, or an rxm header with an
+// injected payload.
+const hdrRoom = max(injectSize, rxmHeaderSize+rxmRndvDescSize, rxmHeaderSize+rdmInjectSize)
 
 // segments appends the entry's unsent bytes, from offset off, to v.
 func (t *txEntry) segments(v *iovec, off int) bool {
@@ -128,6 +136,10 @@ const (
 	rkMsg rxKind = iota
 	rkWrite
 	rkReadRsp
+	rkRxmHdr  // an RDM connection's rxm packet header (rdmrecv.go)
+	rkRxmBody // a rendezvous descriptor
+	rkUnexp   // an unexpected message, into the RDM endpoint's buffer
+	rkDrop    // nothing: the packet was handled when its header arrived
 )
 
 type dataPath struct {
@@ -164,6 +176,10 @@ type dataPath struct {
 	// tagged lets op-0 messages carry a tag (rxm's raw tagged form,
 	// §3.4): set on the connections of RDM endpoints.
 	tagged bool
+	// rdm is the RDM endpoint the connection belongs to, nil for an
+	// FI_EP_MSG endpoint; rx is its state for the message being received.
+	rdm *rdmEndpoint
+	rx  rdmRx
 }
 
 func (d *dataPath) init() {
@@ -298,6 +314,15 @@ func (d *dataPath) written(e *endpoint, i int) {
 // txDone completes an application entry successfully and frees it.
 func (d *dataPath) txDone(e *endpoint, i int) {
 	t := &d.pool[i]
+	if t.internal {
+		d.appOps--
+		ctx := t.ctx
+		d.release(i)
+		if ctx != nil {
+			d.rdm.opDone(e, ctx, 0)
+		}
+		return
+	}
 	if t.report && e.txcq != nil {
 		_ = e.txcq.CompleteOverflow(eq.Completion{Context: t.ctx, Flags: t.cqFlags}, fi.AddrUnspec)
 	}
@@ -314,6 +339,15 @@ func (d *dataPath) txFailed(e *endpoint, i int, code fi.Errno) {
 	t := &d.pool[i]
 	if t.kind == txAck || t.kind == txReadRsp {
 		d.release(i)
+		return
+	}
+	if t.internal {
+		d.appOps--
+		ctx := t.ctx
+		d.release(i)
+		if ctx != nil {
+			d.rdm.opDone(e, ctx, code)
+		}
 		return
 	}
 	if !t.inject && e.txcq != nil {
@@ -367,6 +401,17 @@ func (d *dataPath) recv(e *endpoint) error {
 				return nil
 			}
 		case rsPayload:
+			if (d.kind == rkRxmHdr || d.kind == rkRxmBody) && d.dstLeft == 0 {
+				ok, err := d.rxmPacket(e)
+				if err != nil {
+					return err
+				}
+				e.recvStalled.Store(!ok)
+				if !ok {
+					return nil
+				}
+				continue
+			}
 			if d.rleft == 0 {
 				d.finish(e)
 				d.rstate = rsHeader
@@ -520,6 +565,9 @@ func (d *dataPath) dispatch(e *endpoint) (bool, error) {
 	}
 	switch h.op {
 	case opMsg:
+		if d.rdm != nil {
+			return d.rxmDispatch(e, payload)
+		}
 		if d.recvCount == 0 {
 			return false, nil
 		}
@@ -600,6 +648,12 @@ func (d *dataPath) finish(e *endpoint) {
 		t.total = t.hdrLen
 		d.sendQ.push(d.ackSlot)
 		d.ackSlot = -1
+	}
+	if d.rdm != nil && d.kind != rkWrite && d.kind != rkReadRsp {
+		d.rxmFinish(e)
+		clear(d.dst[:d.dstN])
+		d.dstN = 0
+		return
 	}
 	switch d.kind {
 	case rkMsg:
@@ -759,8 +813,15 @@ func (d *dataPath) flushAll(e *endpoint, code fi.Errno) {
 	if d.rstate == rsPayload {
 		switch d.kind {
 		case rkMsg:
-			d.recvFailed(e, &d.cur, code)
+			if d.rdm != nil {
+				d.rdm.recvFailed(&d.cur, &d.rx, code)
+			} else {
+				d.recvFailed(e, &d.cur, code)
+			}
 			d.cur = rxEntry{}
+		case rkUnexp:
+			d.rdm.dropUnexp(d.rx.unexp)
+			d.rx.unexp = nil
 		case rkReadRsp:
 			d.readQ.pop()
 			d.txFailed(e, d.curTx, code)

@@ -37,6 +37,9 @@ func requireTCPRDM(t *testing.T) {
 func TestInteropTCPRDM(t *testing.T) {
 	t.Setenv("FI_TCP_IFACE", "lo")
 	requireTCPRDM(t)
+	// No "-I 0" case here, unlike the MSG test: C fi_pingpong -e rdm -I 0
+	// fails against itself (its finalize takes rxm's fi.EAGAIN while the
+	// connection opens as fatal: "transmit(): ret=-11").
 	tests := []struct {
 		name  string
 		args  []string
@@ -47,7 +50,6 @@ func TestInteropTCPRDM(t *testing.T) {
 		{"all sizes", []string{"-I", "2", "-S", "all", "-c"}, 46},
 		{"tagged default sizes", []string{"-m", "tagged", "-I", "3", "-c"}, 6},
 		{"tagged all sizes", []string{"-m", "tagged", "-I", "2", "-S", "all", "-c"}, 46},
-		{"no iterations", []string{"-I", "0", "-S", "64"}, 0},
 	}
 	for _, tt := range tests {
 		for _, goClient := range []bool{true, false} {

@@ -1,0 +1,546 @@
+package tcp
+
+import (
+	"net/netip"
+	"os"
+	"sync"
+	"sync/atomic"
+
+	"github.com/cockroachdb/errors"
+	"github.com/gofabric/gofabric/ep"
+	"github.com/gofabric/gofabric/eq"
+	"github.com/gofabric/gofabric/fi"
+	"github.com/gofabric/gofabric/internal/provutil"
+)
+
+// rdmEndpoint is a reliable unconnected endpoint (struct fid_ep;
+// FI_EP_RDM, fi_endpoint(3), fi_msg(3), fi_tagged(3), fi_rma(3)) speaking
+// ofi_rxm's protocol over this provider's own connections, as C libfabric
+// layers tcp;ofi_rxm (§3 of the wire spec): a passive endpoint whose
+// address is the endpoint's name, and at most one connection per peer,
+// opened on the first send to it or accepted from it. Safe for concurrent
+// use.
+type rdmEndpoint struct {
+	domain           *domain
+	info             *fi.Info
+	msgInfo          *fi.Info // what its connections are opened with
+	bind             provutil.Bindings
+	txFlags, rxFlags fi.Flags
+	enabled, closed  atomic.Bool
+	pid              uint32
+
+	// Fixed at Enable.
+	av           *provutil.AV
+	txcq, rxcq   *provutil.CQ
+	txSel, rxSel bool
+	cntr         [nCntr]*provutil.Counter
+	sets         []*epSet
+
+	pep  *passiveEP
+	name []byte         // the listener's address, the endpoint's name
+	self netip.AddrPort // name, parsed
+
+	// cmMu guards the peers and connections.
+	cmMu    sync.Mutex
+	peers   map[netip.AddrPort]*rdmPeer
+	byIndex []*rdmPeer
+	conns   map[*endpoint]struct{}
+	cache   atomic.Pointer[peerCache]
+	closers sync.WaitGroup // connections being closed in the background
+
+	// mu guards the matching state (rdmdata.go).
+	mu sync.Mutex
+	mt matcher
+
+	// rndv are the rendezvous sends waiting for their read-done.
+	rndvMu   sync.Mutex
+	rndv     [queueSize]rndvSend
+	rndvFree []uint16
+	mrKey    uint64 // rxm's key counter (§3.5)
+}
+
+// rdmPeer is one peer address: its connection, once there is one.
+type rdmPeer struct {
+	addr  netip.AddrPort
+	name  []byte // its sockaddr
+	index uint32 // our index for it: the low half of our conn_ids
+	// conn carries our sends to it (nil until connected); out is our own
+	// connection attempt in flight.
+	conn    atomic.Pointer[endpoint]
+	out     *endpoint
+	pid     uint32   // the peer process's id from its record, 0 before
+	lastErr fi.Errno // why the last attempt failed, for the next send
+	// src caches the peer's fi.Addr in the AV (FI_SOURCE, directed
+	// receives) for AV version srcVer-1.
+	src    atomic.Uint64
+	srcVer atomic.Uint64
+}
+
+// peerCache maps fi.Addr to peers for one AV version.
+type peerCache struct {
+	ver   uint64
+	peers []*rdmPeer
+}
+
+var (
+	_ ep.Endpoint = (*rdmEndpoint)(nil)
+	_ ep.Namer    = (*rdmEndpoint)(nil)
+	_ ep.Msg      = (*rdmEndpoint)(nil)
+	_ ep.Tagged   = (*rdmEndpoint)(nil)
+	_ ep.RMA      = (*rdmEndpoint)(nil)
+)
+
+// openRDM opens an RDM endpoint (fi_endpoint with FI_EP_RDM): its
+// listener binds info's source address at once, so Name answers before
+// Enable.
+func (d *domain) openRDM(info *fi.Info) (*rdmEndpoint, error) {
+	if err := d.acquire("open endpoint"); err != nil {
+		return nil, err
+	}
+	r := &rdmEndpoint{domain: d, info: info.Clone(), pid: uint32(os.Getpid()),
+		peers: make(map[netip.AddrPort]*rdmPeer), conns: make(map[*endpoint]struct{})}
+	if r.info.Caps == 0 {
+		r.info.Caps = rdmCaps
+	}
+	if r.info.TxAttr != nil {
+		r.txFlags = r.info.TxAttr.OpFlags
+	}
+	if r.info.RxAttr != nil {
+		r.rxFlags = r.info.RxAttr.OpFlags
+	}
+	r.msgInfo = d.info.Clone()
+	r.msgInfo.Handle = nil
+	r.msgInfo.SrcAddr = r.info.SrcAddr
+	r.msgInfo.DestAddr = nil
+	r.msgInfo.EPAttr = &fi.EPAttr{Type: fi.EPTypeMsg}
+	r.msgInfo.Caps = infoCaps
+	r.msgInfo.AddrFormat = r.info.AddrFormat
+	r.bind.Init(r.info)
+	r.rndvFree = make([]uint16, queueSize)
+	for i := range r.rndvFree {
+		r.rndvFree[i] = uint16(queueSize - 1 - i)
+	}
+	r.mt.init()
+	p, err := d.fabric.OpenPassive(r.msgInfo)
+	if err != nil {
+		d.ref.Release()
+		return nil, errors.Wrap(err, "tcp: open rdm endpoint: listener")
+	}
+	r.pep = p.(*passiveEP)
+	r.pep.onReq = r.onRequest
+	return r, nil
+}
+
+// Info returns the Info the endpoint was opened with.
+func (r *rdmEndpoint) Info() *fi.Info { return r.info }
+
+// Bind binds an address vector, completion queue or counter of this
+// domain (fi_ep_bind); the rules are provutil.Bindings'.
+func (r *rdmEndpoint) Bind(obj fi.Fid, flags fi.Flags) error {
+	switch obj.(type) {
+	case *addrVector, *completionQueue, *counter:
+	case *eventQueue:
+	case nil:
+		return errors.Wrap(fi.EINVAL, "tcp: bind: nil object")
+	default:
+		return errors.Wrapf(fi.EINVAL, "tcp: bind: %T is not a tcp address vector, completion queue or counter", obj)
+	}
+	if r.closed.Load() {
+		return errors.Wrap(fi.EBADF, "tcp: bind: endpoint closed")
+	}
+	return r.bind.Bind(obj, flags)
+}
+
+// Enable checks the bindings (an AV, and a CQ or counter for each
+// direction) and starts listening for peers (fi_enable).
+func (r *rdmEndpoint) Enable() error {
+	if r.closed.Load() {
+		return errors.Wrap(fi.EBADF, "tcp: enable: endpoint closed")
+	}
+	if err := r.bind.CheckEnable(); err != nil {
+		return err
+	}
+	if r.enabled.Load() {
+		return nil
+	}
+	b := &r.bind
+	r.av = b.AV.(*addrVector).AV
+	if q, ok := b.TxCQ.(*completionQueue); ok {
+		r.txcq, r.txSel = q.CQ, b.TxSelective
+		r.sets = append(r.sets, &q.eps)
+	}
+	if q, ok := b.RxCQ.(*completionQueue); ok {
+		r.rxcq, r.rxSel = q.CQ, b.RxSelective
+		if b.RxCQ != b.TxCQ {
+			r.sets = append(r.sets, &q.eps)
+		}
+	}
+	for i, f := range cntrFlag {
+		if c, ok := b.Counters[f].(*counter); ok {
+			r.cntr[i] = c.Counter
+			r.sets = append(r.sets, &c.eps)
+		}
+	}
+	n, err := r.pep.Name(nil)
+	if err != nil && !errors.Is(err, fi.ETOOSMALL) {
+		return err
+	}
+	r.name = make([]byte, n)
+	if _, err := r.pep.Name(r.name); err != nil {
+		return err
+	}
+	r.self, _, _ = fi.AddrPortFromSockaddr(r.name)
+	if err := r.pep.Listen(); err != nil {
+		return errors.Wrap(err, "tcp: enable rdm endpoint")
+	}
+	r.enabled.Store(true)
+	return nil
+}
+
+// Name copies the endpoint's address (its listener's sockaddr) into buf
+// (fi_getname), with the ETOOSMALL rule of ep.Namer.
+func (r *rdmEndpoint) Name(buf []byte) (int, error) {
+	if r.closed.Load() {
+		return 0, errors.Wrap(fi.EBADF, "tcp: getname: endpoint closed")
+	}
+	return r.pep.Name(buf)
+}
+
+// SetName binds the endpoint to addr (fi_setname) before Enable; port 0
+// picks one.
+func (r *rdmEndpoint) SetName(addr []byte) error {
+	if r.enabled.Load() {
+		return errors.Wrap(fi.EOPBADSTATE, "tcp: setname: endpoint already enabled")
+	}
+	return r.pep.SetName(addr)
+}
+
+// Cancel cancels the posted receive with context ctx (fi_cancel): it
+// completes with an fi.ECANCELED error entry; fi.ENOENT when there is none.
+func (r *rdmEndpoint) Cancel(ctx any) error {
+	if r.mt.cancel(r, ctx) {
+		return nil
+	}
+	return fi.ENOENT
+}
+
+// Close closes the endpoint (fi_close): the listener stops, every
+// connection is cut (peers see it end and fail what they had pending with
+// us), and pending operations complete with fi.ECANCELED error entries.
+// A second Close returns fi.EBADF.
+func (r *rdmEndpoint) Close() error {
+	if r.closed.Swap(true) {
+		return errors.Wrap(fi.EBADF, "tcp: close endpoint: already closed")
+	}
+	_ = r.pep.Close()
+	r.cmMu.Lock()
+	conns := make([]*endpoint, 0, len(r.conns))
+	for c := range r.conns {
+		conns = append(conns, c)
+	}
+	r.cmMu.Unlock()
+	for _, c := range conns {
+		_ = c.Close()
+	}
+	r.closers.Wait()
+	r.failRndv(nil, fi.ECANCELED)
+	r.mt.flush(r, fi.ECANCELED)
+	r.bind.Release()
+	r.domain.ref.Release()
+	return nil
+}
+
+// peerFor returns the peer behind fi.Addr dest, creating its entry; nil
+// when dest is not in the AV. It does not allocate once the peer is known.
+func (r *rdmEndpoint) peerFor(dest fi.Addr) *rdmPeer {
+	ver := r.av.Version()
+	if c := r.cache.Load(); c != nil && c.ver == ver && uint64(dest) < uint64(len(c.peers)) {
+		if p := c.peers[dest]; p != nil {
+			return p
+		}
+	}
+	name, ok := r.av.Addr(dest)
+	if !ok {
+		return nil
+	}
+	ap, _, err := fi.AddrPortFromSockaddr(name)
+	if err != nil {
+		return nil
+	}
+	r.cmMu.Lock()
+	defer r.cmMu.Unlock()
+	p := r.peerLocked(ap)
+	c := r.cache.Load()
+	var peers []*rdmPeer
+	if c != nil && c.ver == ver {
+		peers = c.peers
+	}
+	if uint64(dest) >= uint64(len(peers)) {
+		peers = append(append([]*rdmPeer(nil), peers...), make([]*rdmPeer, int(dest)+1-len(peers))...)
+	} else {
+		peers = append([]*rdmPeer(nil), peers...)
+	}
+	peers[dest] = p
+	r.cache.Store(&peerCache{ver: ver, peers: peers})
+	return p
+}
+
+// peerLocked returns the entry of address ap, creating it; cmMu is held.
+func (r *rdmEndpoint) peerLocked(ap netip.AddrPort) *rdmPeer {
+	ap = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+	if p := r.peers[ap]; p != nil {
+		return p
+	}
+	_, name, _ := fi.SockaddrFromAddrPort(ap)
+	if r.self.Addr().Is6() && ap.Addr().Is4() {
+		_, name, _ = fi.SockaddrFromAddrPort(netip.AddrPortFrom(netip.AddrFrom16(ap.Addr().As16()), ap.Port()))
+	}
+	p := &rdmPeer{addr: ap, name: name, index: uint32(len(r.byIndex))}
+	r.peers[ap] = p
+	r.byIndex = append(r.byIndex, p)
+	return p
+}
+
+// source returns the fi.Addr of peer p in the AV, fi.AddrUnspec when it is
+// not there; cached per AV version.
+func (r *rdmEndpoint) source(p *rdmPeer) fi.Addr {
+	if p == nil {
+		return fi.AddrUnspec
+	}
+	ver := r.av.Version() + 1
+	if p.srcVer.Load() == ver {
+		return fi.Addr(p.src.Load())
+	}
+	fa := r.av.Find(p.name)
+	p.src.Store(uint64(fa))
+	p.srcVer.Store(ver)
+	return fa
+}
+
+// connFor returns the connection that carries sends to p, starting one
+// when there is none: fi.EAGAIN until it is up (reading the CQ lets the
+// connection proceed; the CM runs on its own goroutines), or the error
+// that ended the last attempt, once.
+func (r *rdmEndpoint) connFor(p *rdmPeer) (*endpoint, error) {
+	if c := p.conn.Load(); c != nil {
+		return c, nil
+	}
+	r.cmMu.Lock()
+	defer r.cmMu.Unlock()
+	if c := p.conn.Load(); c != nil {
+		return c, nil
+	}
+	if p.out != nil {
+		return nil, fi.EAGAIN
+	}
+	if code := p.lastErr; code != 0 {
+		p.lastErr = 0
+		return nil, errors.Wrapf(code, "tcp: rdm: connection to %v failed", p.addr)
+	}
+	if r.closed.Load() {
+		return nil, fi.EBADF
+	}
+	c, err := r.newConn(nil, p)
+	if err != nil {
+		return nil, err
+	}
+	rec := rxmConnectRecord{port: r.self.Port(), flowCtrl: rxmFlowCtrlOff, eagerLimit: rxmEagerLimit,
+		rxSize: rxmRxSize, connID: rxmMakeConnID(r.pid, p.index)}
+	if err := c.Connect(p.name, appendRxmConnect(nil, &rec)); err != nil {
+		delete(r.conns, c)
+		r.closeLater(c)
+		return nil, errors.Wrap(err, "tcp: rdm: connect")
+	}
+	p.out = c
+	return nil, fi.EAGAIN
+}
+
+// newConn opens a connection endpoint for peer p, for request req or, with
+// req nil, to connect from the IP of the endpoint's name; cmMu is held or
+// the endpoint not yet shared.
+func (r *rdmEndpoint) newConn(req *connReq, p *rdmPeer) (*endpoint, error) {
+	info := r.msgInfo
+	if req != nil {
+		info = info.Clone()
+		info.Handle = req
+	}
+	x, err := r.domain.OpenEndpoint(info)
+	if err != nil {
+		return nil, err
+	}
+	c := x.(*endpoint)
+	c.rdm, c.peer = r, p
+	c.dp.rdm, c.dp.tagged = r, true
+	c.dp.rx.ourID = uint64(p.index)
+	c.txcq, c.rxcq, c.txSel, c.rxSel, c.cntr = r.txcq, r.rxcq, r.txSel, r.rxSel, r.cntr
+	if req == nil && !r.self.Addr().IsUnspecified() {
+		_, c.localName, _ = fi.SockaddrFromAddrPort(netip.AddrPortFrom(r.self.Addr(), 0))
+	}
+	c.sets = r.sets
+	c.enabledAt.Store(true)
+	for _, s := range c.sets {
+		s.Add(c)
+	}
+	r.conns[c] = struct{}{}
+	return c, nil
+}
+
+// closeLater closes connection c on a goroutine of its own: its events
+// arrive with its lock held.
+func (r *rdmEndpoint) closeLater(c *endpoint) {
+	r.closers.Add(1)
+	go func() {
+		defer r.closers.Done()
+		_ = c.Close()
+	}()
+}
+
+// connEvent takes the CM events of connection c (instead of an event
+// queue): ev, or an error code with the reject's data.
+func (r *rdmEndpoint) connEvent(c *endpoint, ev eq.Event, code fi.Errno, data []byte) {
+	r.cmMu.Lock()
+	defer r.cmMu.Unlock()
+	p := c.peer
+	switch ev.(type) {
+	case *eq.Connected:
+		if c.req != nil {
+			return // accepted: onRequest set it up
+		}
+		if p.out != c {
+			r.dropLocked(c)
+			return
+		}
+		p.out = nil
+		p.pid = c.dp.rx.peerPID
+		if old := p.conn.Load(); old != nil && old != c {
+			return // the peer's own connection won meanwhile; ours only receives
+		}
+		p.conn.Store(c)
+	case *eq.Shutdown:
+		r.dropLocked(c)
+	default: // an error: refused, timed out, unreachable
+		if p.out == c {
+			p.out = nil
+			if code != fi.ECONNREFUSED || parseRxmReject(data) != rxmRejectConnected {
+				p.lastErr = code
+			}
+		}
+		r.dropLocked(c)
+	}
+}
+
+// accepted checks the accept record of connection c's attempt and keeps
+// the peer's index for the headers, before the connection carries data.
+func (r *rdmEndpoint) accepted(c *endpoint, data []byte) bool {
+	var rec rxmAcceptRecord
+	if err := parseRxmAccept(data, &rec); err != nil {
+		fi.Logger(provName).Warn("tcp: rdm: bad accept record", "peer", c.peer.addr, "err", err)
+		return false
+	}
+	c.dp.rx.connID = rxmConnIndex(rec.connID)
+	c.dp.rx.peerPID = rxmConnPID(rec.connID)
+	return true
+}
+
+// dropLocked forgets connection c and closes it; cmMu is held.
+func (r *rdmEndpoint) dropLocked(c *endpoint) {
+	if _, ok := r.conns[c]; !ok {
+		return
+	}
+	delete(r.conns, c)
+	if p := c.peer; p != nil {
+		p.conn.CompareAndSwap(c, nil)
+		if p.out == c {
+			p.out = nil
+		}
+	}
+	r.failRndv(c, fi.ECANCELED)
+	r.closeLater(c)
+}
+
+// onRequest answers a peer's connection request (§3.2): a bad record is
+// rejected with reason 1; a peer we are connecting to at the same time is
+// accepted or rejected with reason 2 by comparing addresses as rxm does; a
+// peer already connected from the same process is rejected with reason 2,
+// from another (it restarted) replaces the old connection.
+func (r *rdmEndpoint) onRequest(req *connReq, data []byte) {
+	reject := func(reason rxmRejectReason) {
+		if err := req.pep.backlog.Take(req); err == nil {
+			req.reject(appendRxmReject(nil, reason))
+		}
+	}
+	var rec rxmConnectRecord
+	if err := parseRxmConnect(data, rxmEagerLimit, &rec); err != nil {
+		fi.Logger(provName).Warn("tcp: rdm: refused a connection request", "err", err)
+		reject(rxmRejectRefused)
+		return
+	}
+	ip, _, err := fi.AddrPortFromSockaddr(req.peer)
+	if err != nil || r.closed.Load() {
+		reject(rxmRejectRefused)
+		return
+	}
+	key := netip.AddrPortFrom(ip.Addr().Unmap(), rec.port)
+	r.cmMu.Lock()
+	p := r.peerLocked(key)
+	pid := rxmConnPID(rec.connID)
+	var drop []*endpoint
+	if p.out != nil {
+		switch cmpAddrPort(key, r.self) {
+		case -1:
+			r.cmMu.Unlock()
+			reject(rxmRejectConnected)
+			return
+		case 1:
+			drop = append(drop, p.out)
+			p.out = nil
+		}
+	} else if old := p.conn.Load(); old != nil {
+		if pid == p.pid {
+			r.cmMu.Unlock()
+			reject(rxmRejectConnected)
+			return
+		}
+		drop = append(drop, old)
+	}
+	for _, c := range drop {
+		r.dropLocked(c)
+	}
+	c, err := r.newConn(req, p)
+	if err != nil {
+		r.cmMu.Unlock()
+		reject(rxmRejectRefused)
+		return
+	}
+	c.dp.rx.connID = rxmConnIndex(rec.connID)
+	c.dp.rx.peerPID = pid
+	p.pid = pid
+	r.cmMu.Unlock()
+	acc := rxmAcceptRecord{connID: rxmMakeConnID(r.pid, p.index), rxSize: rxmRxSize, flowCtrl: rxmFlowCtrlOff}
+	if err := c.Accept(appendRxmAccept(nil, &acc)); err != nil || c.cs.State() != ep.CMConnected {
+		r.cmMu.Lock()
+		r.dropLocked(c)
+		r.cmMu.Unlock()
+		return
+	}
+	r.cmMu.Lock()
+	if _, ok := r.conns[c]; ok && p.conn.Load() == nil {
+		p.conn.Store(c)
+	}
+	r.cmMu.Unlock()
+}
+
+// cmpAddrPort orders two addresses as rxm's memcmp of sockaddrs does: the
+// address bytes, then the port, in network order.
+func cmpAddrPort(a, b netip.AddrPort) int {
+	if c := a.Addr().Unmap().Compare(b.Addr().Unmap()); c != 0 {
+		return c
+	}
+	switch {
+	case a.Port() < b.Port():
+		return -1
+	case a.Port() > b.Port():
+		return 1
+	}
+	return 0
+}
