@@ -89,9 +89,9 @@ type faultRun struct {
 	// come in message order (FI_ORDER_STRICT completion order), else
 	// order is checked by the receives messages land in (FI_ORDER_SAS
 	// matching: a later message never lands in an earlier receive).
-	placed map[faultRecv]int
-	strict bool
-	recvErrs        map[fi.Errno]int
+	placed   map[faultRecv]int
+	strict   bool
+	recvErrs map[fi.Errno]int
 	// last is when the receiver last had an entry or a send last ended.
 	last time.Time
 }

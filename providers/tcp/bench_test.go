@@ -1,6 +1,7 @@
 package tcp_test
 
 import (
+	"github.com/gofabric/gofabric/ep"
 	"testing"
 
 	"github.com/gofabric/gofabric/eq"
@@ -62,6 +63,64 @@ func echo(s side, size, n int) {
 			return
 		}
 		for m.Send(buf, nil, fi.AddrUnspec, nil) != nil {
+		}
+		wait()
+	}
+	_ = m.Recv(rbuf, nil, fi.AddrUnspec, nil)
+	for range n {
+		if client {
+			send()
+			wait()
+			_ = m.Recv(rbuf, nil, fi.AddrUnspec, nil)
+		} else {
+			wait()
+			_ = m.Recv(rbuf, nil, fi.AddrUnspec, nil)
+			send()
+		}
+	}
+}
+
+// BenchmarkRDMPingPong is BenchmarkPingPong over RDM endpoints
+// (tcp;ofi_rxm): 64 B eager (not injected: rxm's inject size is 64, as in
+// fi_pingpong), 1 MiB by rendezvous.
+func BenchmarkRDMPingPong(b *testing.B) {
+	for _, size := range []int{64, 1 << 20} {
+		b.Run(sizeName(size), func(b *testing.B) {
+			cleanEnv(b)
+			x, y, fx, fy := rdmPair(b)
+			b.SetBytes(int64(2 * size))
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				rdmEcho(y, fy, size, b.N)
+			}()
+			rdmEcho(x, fx, size, -b.N)
+			<-done
+		})
+	}
+}
+
+// rdmEcho runs n round trips from s to dest: the client (n < 0) sends
+// first.
+func rdmEcho(s *rdmSide, dest fi.Addr, size, n int) {
+	buf := make([]byte, size)
+	rbuf := make([]byte, size)
+	var comp [1]eq.Completion
+	m := s.e.(ep.Msg)
+	client := n < 0
+	if client {
+		n = -n
+	}
+	wait := func() {
+		for {
+			if k, _ := s.cq.Read(comp[:]); k > 0 {
+				return
+			}
+		}
+	}
+	send := func() {
+		for m.Send(buf, nil, dest, nil) != nil {
+			_, _ = s.cq.Read(nil)
 		}
 		wait()
 	}

@@ -23,9 +23,6 @@ const (
 	// buffer is drained is read straight into its destination.
 	rbufSize   = 8 << 10
 	directRead = 4 << 10
-	// rawWriteMax is the largest write issued as a raw system call: small
-	// writes return within microseconds, so the scheduler need not know.
-	rawWriteMax = 16 << 10
 )
 
 // txKind is what a transmit entry carries.
@@ -173,6 +170,15 @@ type dataPath struct {
 	dstLeft      int    // payload bytes still to place
 	placed       int    // payload bytes placed
 	rleft        uint64 // payload bytes still to consume (placed or dropped)
+	// rwait and wwait say the last read found nothing, the last write no
+	// room. Then the next write, the next read of a large payload, and,
+	// while a write waits for room, any read, ask poll first, which does
+	// not take the socket's lock: a read or write of a socket the peer's
+	// data or acknowledgements are arriving on makes the kernel queue them
+	// to the socket's backlog instead of processing them, which slows
+	// large transfers down. Other reads go without: the extra call would
+	// cost small messages more than it saves.
+	rwait, wwait bool
 	// tagged lets op-0 messages carry a tag (rxm's raw tagged form,
 	// §3.4): set on the connections of RDM endpoints.
 	tagged bool
@@ -260,8 +266,13 @@ func (d *dataPath) flush(e *endpoint) error {
 			}
 			want += t.total - off
 		}
-		n, err := d.iov.writev(d.fd, want <= rawWriteMax)
+		if d.wwait && !ready(d.fd, unix.POLLOUT) {
+			d.iov.clear()
+			return nil
+		}
+		n, err := d.iov.writev(d.fd)
 		d.iov.clear()
+		d.wwait = err == unix.EAGAIN || (err == nil && n < want)
 		if err == unix.EAGAIN {
 			e.blockSends()
 			return nil
@@ -447,8 +458,12 @@ func (d *dataPath) fill(need int) (bool, error) {
 		d.rend = copy(d.rbuf, d.rbuf[d.rstart:d.rend])
 		d.rstart = 0
 	}
+	if d.rwait && d.wwait && !ready(d.fd, unix.POLLIN) {
+		return false, nil // see rwait
+	}
 	n, err := readResult(readOnce(d.fd, d.rbuf[d.rend:]))
 	d.rend += n
+	d.rwait = n == 0 && err == nil
 	return n > 0, err
 }
 
@@ -510,6 +525,9 @@ func (d *dataPath) consumed(k int) {
 
 // readDirect reads payload straight into the destination.
 func (d *dataPath) readDirect() (bool, error) {
+	if d.rwait && !ready(d.fd, unix.POLLIN) {
+		return false, nil
+	}
 	d.iov.reset()
 	left := d.dstLeft
 	for i := d.dstI; i < d.dstN && left > 0; i++ {
@@ -526,6 +544,7 @@ func (d *dataPath) readDirect() (bool, error) {
 	n, err := readResult(d.iov.readv(d.fd))
 	d.iov.clear()
 	d.consumed(n)
+	d.rwait = n == 0 && err == nil
 	return n > 0, err
 }
 

@@ -17,7 +17,7 @@ type rdmSide struct {
 	av fi.AV
 }
 
-func openRDMSide(t *testing.T) *rdmSide {
+func openRDMSide(t testing.TB) *rdmSide {
 	hints := &fi.Info{EPAttr: &fi.EPAttr{Type: fi.EPTypeRDM}, Caps: fi.CapMsg | fi.CapTagged | fi.CapSource | fi.CapDirectedRecv,
 		FabricAttr: &fi.FabricAttr{ProvName: "tcp"}}
 	infos, err := fi.GetInfo(context.Background(), "127.0.0.1", "0", fi.FlagSource, hints)
@@ -38,6 +38,21 @@ func openRDMSide(t *testing.T) *rdmSide {
 	require.NoError(t, e.Enable())
 	t.Cleanup(func() { e.Close(); av.Close(); cq.Close(); dom.Close(); fab.Close() })
 	return &rdmSide{e: e, cq: cq, av: av}
+}
+
+// rdmPair opens two RDM endpoints on loopback, each in the other's AV.
+func rdmPair(t testing.TB) (x, y *rdmSide, toY, toX fi.Addr) {
+	x, y = openRDMSide(t), openRDMSide(t)
+	name := make([]byte, 64)
+	n, err := y.e.(ep.Namer).Name(name)
+	require.NoError(t, err)
+	fa, err := x.av.Insert([][]byte{name[:n]}, 0)
+	require.NoError(t, err)
+	n, err = x.e.(ep.Namer).Name(name)
+	require.NoError(t, err)
+	fb, err := y.av.Insert([][]byte{name[:n]}, 0)
+	require.NoError(t, err)
+	return x, y, fa[0], fb[0]
 }
 
 func TestRDMDebug(t *testing.T) {
