@@ -29,10 +29,11 @@ type txArgs struct {
 	// form, §3.4); only RDM connections do.
 	tagged bool
 	tag    uint64
-	// prefix goes out before the payload as part of it: the rxm packet
-	// header (and rendezvous descriptor) of an RDM connection; it is
-	// copied at once.
-	prefix []byte
+	// pre[:npre] goes out before the payload as part of it: the rxm
+	// packet header (and rendezvous descriptor) of an RDM connection. An
+	// array, not a slice, so that callers' stacks do not escape.
+	pre  [rxmHeaderSize + rxmRndvDescSize]byte
+	npre int
 	// internal is an operation of the RDM layer (txEntry.internal);
 	// locked says the caller holds the endpoint's mu.
 	internal, locked bool
@@ -120,7 +121,7 @@ func (e *endpoint) post(a *txArgs, kind txKind) error {
 	if kind == txRead {
 		h.setPayloadLen(0)
 	} else {
-		h.setPayloadLen(uint64(len(a.prefix) + n))
+		h.setPayloadLen(uint64(a.npre + n))
 	}
 
 	if !a.locked {
@@ -147,7 +148,7 @@ func (e *endpoint) post(a *txArgs, kind txKind) error {
 		t.report, t.cnt = false, -1
 	}
 	t.hdrLen = d.codec.putDataHeader(t.hdr[:], &h)
-	t.hdrLen += copy(t.hdr[t.hdrLen:], a.prefix)
+	t.hdrLen += copy(t.hdr[t.hdrLen:], a.pre[:a.npre])
 	t.total = int(h.size)
 	t.rlen = 0
 	if kind == txRead {

@@ -1,8 +1,10 @@
 // Package tcp is gofabric's tcp provider: connected (FI_EP_MSG) endpoints
 // over TCP sockets that speak the wire format of libfabric 1.17's tcp
-// provider (fi_tcp(7)), so that Go and C peers connect to each other and
-// exchange messages and RMA. Importing the package registers it with
-// fi.Register under libfabric's name, "tcp"; providers/all imports it.
+// provider (fi_tcp(7)), and reliable unconnected (FI_EP_RDM) endpoints that
+// speak its ofi_rxm layering over those ("tcp;ofi_rxm"), so that Go and C
+// peers connect to each other and exchange messages, tagged messages and
+// RMA. Importing the package registers it with fi.Register under
+// libfabric's name, "tcp"; providers/all imports it.
 //
 // # Entries
 //
@@ -21,20 +23,26 @@
 // fabric, domain and address format of hints, and declines a source
 // address no interface has.
 //
-// Entries offer FI_MSG and FI_RMA with their direction bits, 128 bytes of
-// inject, 4 iovecs per operation (and per RMA), 8 bytes of remote CQ data,
-// queues of 256, unbounded message sizes (math.MaxInt), strict ordering,
-// FI_THREAD_SAFE, and no MR mode bits: MR keys are the application's and
-// RMA addresses are offsets. There is no FI_TAGGED and no FI_EP_RDM:
-// tcp;ofi_rxm, the RDM layering over these endpoints, is not implemented
-// yet, and GetInfo's ENODATA says so.
+// MSG entries offer FI_MSG and FI_RMA with their direction bits, 128 bytes
+// of inject, 4 iovecs per operation (and per RMA), 8 bytes of remote CQ
+// data, queues of 256, unbounded message sizes (math.MaxInt), strict
+// ordering, FI_THREAD_SAFE, and no MR mode bits: MR keys are the
+// application's and RMA addresses are offsets.
+//
+// Every address also gets an FI_EP_RDM entry, listed before the MSG ones as
+// C lists them, with provider name "tcp;ofi_rxm" and C's attributes: FI_MSG,
+// FI_TAGGED and FI_RMA, 64 bytes of inject, queues of 2048, protocol
+// FI_PROTO_RXM, data progress FI_PROGRESS_MANUAL, completion order
+// FI_ORDER_NONE; FI_SOURCE and FI_DIRECTED_RECV when asked for. Unlike C
+// they do not offer FI_MULTI_RECV, which is not implemented.
 //
 // # Objects
 //
 // A fabric opens event queues and passive endpoints (ep.OpenPassive) and
-// domains; a domain opens completion queues, counters and endpoints
-// (ep.Open) and registers memory. Queues, counters and the MR table are
-// the framework's (internal/provutil); a domain has no address vectors.
+// domains; a domain opens completion queues, counters, address vectors
+// (for RDM endpoints: sockaddrs with a port) and endpoints (ep.Open) and
+// registers memory. Queues, counters, AVs and the MR table are the
+// framework's (internal/provutil).
 // Every object holds a reference on its parent, so closing a fabric with a
 // domain, EQ or passive endpoint open, or a domain with a CQ, counter, MR
 // or endpoint open, returns fi.EBUSY, as fi_close(3) says.
@@ -110,6 +118,65 @@
 // sends wait for room; it serves passive RMA targets and blocked readers.
 // A message that finds no posted receive waits in the socket (TCP
 // back-pressure) until one is posted.
+//
+// # RDM endpoints (tcp;ofi_rxm)
+//
+// An RDM endpoint is ofi_rxm's protocol (§3 of the wire spec) over this
+// provider's own connections, as C layers it: a passive endpoint whose
+// address is the endpoint's name (Name, SetName before Enable), and at most
+// one connection per peer, opened by the first send to a peer with no
+// connection, from the IP of the name, with rxm's connect record (the
+// listening port and pid<<32|index), or accepted from the peer. The
+// connection management runs on goroutines of its own: Enable starts
+// listening, and requests are answered as rxm does: a record that fails
+// C's checks is rejected with reason 1; a peer we are connecting to at the
+// same time is accepted, or rejected with reason 2 ("already connected"),
+// by comparing the two addresses; a peer already connected from the same
+// process is rejected with reason 2, from another process (it restarted)
+// replaces the old connection.
+//
+// The first send to a peer with no connection returns bare fi.EAGAIN, and
+// so do the next ones until the connection is up: retrying while reading
+// the CQ, as fi_pingpong does, never stalls, because the connection does
+// not wait for the application. When the attempt fails (nothing listening,
+// rejected, timed out after FI_TCP_CONN_TIMEOUT) the next send returns that
+// error (fi.ECONNREFUSED, fi.ETIMEDOUT) once; the one after tries again.
+// A connection that ends (the peer closed or died, or broke the protocol)
+// fails what was pending on it with fi.ECANCELED error entries, the
+// rendezvous sends waiting for that peer included; other peers are not
+// touched, and the next send to the peer opens a new connection.
+//
+// Untagged messages of up to 16384 bytes (rxm's eager limit) go with the
+// 64-byte rxm header, tagged ones in the raw tagged form (the tag in the
+// tcp header, no rxm header); longer ones by rendezvous: the sender
+// registers its buffers in the domain's MR table under rxm's keys
+// (0x80000000 | a counter), sends a descriptor, and completes when the
+// receiver has read the data with tcp RMA reads straight into its posted
+// buffer and answered read-done. A receiving connection reads the rxm
+// header first, matches it against the posted receives (tag and ignore
+// mask, FI_DIRECTED_RECV by the connection's peer address, looked up in
+// the AV), and places the payload straight into the matched buffer. A
+// message no receive matches is kept, an eager one copied into one of up
+// to 256 pooled 16 KiB buffers (more wait in their socket until a receive
+// is posted), a rendezvous one as its descriptor, until a receive takes
+// it. Completions carry FI_SOURCE addresses (CompletionQueue.ReadFrom)
+// and remote CQ data. Receives are matched in the order they were posted
+// and messages of one peer in the order they were sent; completions of
+// different messages may come in another order (a rendezvous receive
+// completes when its reads do). RMA goes over the peer's connection as on
+// MSG endpoints.
+//
+// Not implemented: SAR (rxm's segmentation, which C uses only with
+// FI_OFI_RXM_ENABLE_DYN_RBUF=0), the write-based rendezvous
+// (FI_OFI_RXM_USE_RNDV_WRITE=1), atomics, credits and FI_MULTI_RECV. A C
+// peer configured for one of them gets its connection dropped at the first
+// such packet; a peer whose eager limit (FI_OFI_RXM_BUFFER_SIZE) is not
+// 16384 is refused at connection time, as C refuses it.
+//
+// A peer that breaks the protocol (a bad rxm header, a conn_id that is not
+// ours, lengths that do not add up, a read-done for nothing we sent, a read
+// or write outside what we registered) loses its connection and nothing
+// else.
 //
 // # Environment
 //

@@ -88,7 +88,9 @@ func newEntry(f fi.AddrFormat, domain, fabric string, localOnly bool) *fi.Info {
 
 // Attributes of the C provider's FI_EP_RDM entries, tcp;ofi_rxm (fi_info
 // -v -p tcp -t FI_EP_RDM), without FI_MULTI_RECV (not implemented) and
-// with FI_SOURCE and FI_DIRECTED_RECV, which rxm grants when asked.
+// mode FI_BUFFERED_RECV (not needed), and with FI_SOURCE and
+// FI_DIRECTED_RECV, which rxm grants when asked. C lists three variants of
+// the entry per address; gofabric lists one.
 const (
 	rdmCaps = fi.CapMsg | fi.CapRMA | fi.CapTagged | fi.CapRead | fi.CapWrite | fi.CapRecv | fi.CapSend |
 		fi.CapRemoteRead | fi.CapRemoteWrite | fi.CapLocalComm | fi.CapRemoteComm | fi.CapSource | fi.CapDirectedRecv
@@ -102,9 +104,10 @@ const (
 // newRDMEntry returns an FI_EP_RDM (tcp;ofi_rxm) entry for an address of
 // format f in domain and fabric.
 func newRDMEntry(f fi.AddrFormat, domain, fabric string, localOnly bool) *fi.Info {
-	caps := rdmCaps
+	caps, dcaps := rdmCaps, domainCaps
 	if localOnly {
 		caps &^= fi.CapRemoteComm
+		dcaps &^= fi.CapRemoteComm // rxm narrows the domain's caps too
 	}
 	return &fi.Info{
 		Caps:       caps,
@@ -128,7 +131,7 @@ func newRDMEntry(f fi.AddrFormat, domain, fabric string, localOnly bool) *fi.Inf
 			ResourceMgmt: fi.RMEnabled, AVType: fi.AVUnspec, MRMode: mrMode,
 			MRKeySize: 8, CQDataSize: cqDataSize, CQCnt: 65536, EPCnt: 32768,
 			TxCtxCnt: 1, RxCtxCnt: 1, MaxEPTxCtx: 1, MaxEPRxCtx: 1,
-			MRIOVLimit: 1, Caps: domainCaps,
+			MRIOVLimit: 1, Caps: dcaps,
 		},
 		FabricAttr: &fi.FabricAttr{Name: fabric, ProvName: rdmProvName, ProvVersion: provVersion, APIVersion: fi.APIVersion},
 	}

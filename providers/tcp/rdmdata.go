@@ -580,10 +580,9 @@ func (r *rdmEndpoint) rndvFinish(c *endpoint, rr *rndvRecv) {
 		r.failRecvCtx(rr.ctx, rr.info.flags, rr.err)
 		return
 	}
-	var pre [rxmHeaderSize]byte
 	h := rxmHeader{typ: rxmRndvReadDone, connID: c.dp.rx.connID, msgID: rr.msgID}
-	putRxmHeader(pre[:], &h)
-	a := txArgs{prefix: pre[:], internal: true, locked: true}
+	a := txArgs{internal: true, locked: true}
+	a.npre = putRxmHeader(a.pre[:], &h)
 	if err := c.post(&a, txSend); err != nil {
 		r.failRecvCtx(rr.ctx, rr.info.flags, fi.Code(err))
 		return
@@ -651,7 +650,6 @@ func (r *rdmEndpoint) sendRndv(c *endpoint, a *rdmArgs, n int) error {
 	gen := s.gen
 	r.rndvMu.Unlock()
 
-	var pre [rxmHeaderSize + rxmRndvDescSize]byte
 	h := rxmHeader{typ: rxmRndvReq, connID: c.dp.rx.connID, msgID: rndvID(i, gen), size: uint64(n)}
 	if a.tagged {
 		h.op, h.tag = rxmOpTagged, a.tag
@@ -659,9 +657,9 @@ func (r *rdmEndpoint) sendRndv(c *endpoint, a *rdmArgs, n int) error {
 	if a.flags&fi.FlagRemoteCQData != 0 {
 		h.flags, h.data = rxmFlagCQData, a.data
 	}
-	putRxmHeader(pre[:], &h)
-	putRxmRndv(pre[rxmHeaderSize:], &desc)
-	t := txArgs{prefix: pre[:], internal: true}
+	t := txArgs{internal: true}
+	t.npre = putRxmHeader(t.pre[:], &h)
+	t.npre += putRxmRndv(t.pre[rxmHeaderSize:], &desc)
 	if err := c.post(&t, txSend); err != nil {
 		r.rndvMu.Lock()
 		if s.inUse && s.gen == gen {
@@ -800,7 +798,6 @@ func (r *rdmEndpoint) send(a *rdmArgs) error {
 		err = r.sendRndv(c, a, n)
 	} else {
 		t := txArgs{iov: a.iov, niov: a.niov, ctx: a.ctx, flags: a.flags, inject: a.inject, data: a.data}
-		var pre [rxmHeaderSize]byte
 		if a.tagged {
 			t.tagged, t.tag = true, a.tag
 		} else {
@@ -809,8 +806,7 @@ func (r *rdmEndpoint) send(a *rdmArgs) error {
 				h.flags, h.data = rxmFlagCQData, a.data
 				t.flags &^= fi.FlagRemoteCQData
 			}
-			putRxmHeader(pre[:], &h)
-			t.prefix = pre[:]
+			t.npre = putRxmHeader(t.pre[:], &h)
 		}
 		err = c.post(&t, txSend)
 	}
