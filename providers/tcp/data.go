@@ -62,7 +62,10 @@ const txOpFlags = fi.FlagCompletion | fi.FlagInject | fi.FlagDeliveryComplete | 
 
 // post queues a transmit operation of kind (txSend, txWrite, txRead).
 func (e *endpoint) post(a *txArgs, kind txKind) error {
-	if err := e.cs.CanSend(); err != nil {
+	// The RDM layer's own operations may answer data that arrived between
+	// the connection's attach and its Connected state; the socket check
+	// below covers them.
+	if err := e.cs.CanSend(); err != nil && !a.internal {
 		return err
 	}
 	if a.flags&^txOpFlags != 0 {

@@ -182,11 +182,6 @@ func (provider) GetInfo(ctx context.Context, node, service string, flags fi.Flag
 	return nil, rerr
 }
 
-// declined is GetInfo's ENODATA with one reason.
-func declined(reason string) error {
-	return &fi.NoMatchError{Reasons: []fi.ProviderReason{{Provider: provName, Reason: reason}}}
-}
-
 // offer is the provider's interface-based GetInfo with its parameters.
 func (p params) offer() netif.Offer {
 	return netif.Offer{Prov: provName, IfaceVar: paramIface.Name, Iface: p.iface,

@@ -455,6 +455,9 @@ func (r *rdmEndpoint) dropLocked(c *endpoint) {
 		}
 	}
 	r.failRndv(c, fi.ECANCELED)
+	r.mu.Lock()
+	r.mt.dropConn(c)
+	r.mu.Unlock()
 	r.closeLater(c)
 }
 
@@ -515,19 +518,19 @@ func (r *rdmEndpoint) onRequest(req *connReq, data []byte) {
 	c.dp.rx.connID = rxmConnIndex(rec.connID)
 	c.dp.rx.peerPID = pid
 	p.pid = pid
+	// The connection carries our sends from now on: until Accept has put
+	// it up they get fi.ENOTCONN, which send turns into fi.EAGAIN, rather
+	// than a connection attempt of our own.
+	if p.conn.Load() == nil {
+		p.conn.Store(c)
+	}
 	r.cmMu.Unlock()
 	acc := rxmAcceptRecord{connID: rxmMakeConnID(r.pid, p.index), rxSize: rxmRxSize, flowCtrl: rxmFlowCtrlOff}
 	if err := c.Accept(appendRxmAccept(nil, &acc)); err != nil || c.cs.State() != ep.CMConnected {
 		r.cmMu.Lock()
 		r.dropLocked(c)
 		r.cmMu.Unlock()
-		return
 	}
-	r.cmMu.Lock()
-	if _, ok := r.conns[c]; ok && p.conn.Load() == nil {
-		p.conn.Store(c)
-	}
-	r.cmMu.Unlock()
 }
 
 // cmpAddrPort orders two addresses as rxm's memcmp of sockaddrs does: the

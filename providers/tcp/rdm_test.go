@@ -174,16 +174,16 @@ func TestRDMSimultaneousFirstSends(t *testing.T) {
 
 // sendRetry posts send until it returns something other than fi.EAGAIN,
 // reading s's CQ meanwhile (the progress a manual-progress application
-// gives), and returns that and how many times it saw fi.EAGAIN; it fails
+// gives), and returns how many times it saw fi.EAGAIN and the result; it fails
 // the test after 5 s.
-func sendRetry(t testing.TB, s *rdmSide, send func() error) (error, int) {
+func sendRetry(t testing.TB, s *rdmSide, send func() error) (int, error) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	again := 0
 	for {
 		err := send()
 		if err != fi.EAGAIN {
-			return err, again
+			return again, err
 		}
 		again++
 		require.True(t, time.Now().Before(deadline), "send still fi.EAGAIN after 5 s")
@@ -231,7 +231,7 @@ func TestRDMFirstSendEAGAIN(t *testing.T) {
 	require.NoError(t, b.msg().Recv(rbuf, nil, fi.AddrUnspec, "r"))
 	err := a.msg().Send([]byte("hello"), nil, toB, "s")
 	require.Equal(t, fi.EAGAIN, err, "the first send to a peer opens the connection: bare fi.EAGAIN")
-	err, _ = sendRetry(t, a, func() error { return a.msg().Send([]byte("hello"), nil, toB, "s") })
+	_, err = sendRetry(t, a, func() error { return a.msg().Send([]byte("hello"), nil, toB, "s") })
 	require.NoError(t, err)
 	got := next(t, b, a)
 	require.Nil(t, got.err)
@@ -258,7 +258,7 @@ func TestRDMConnectRefused(t *testing.T) {
 	require.NoError(t, err)
 	fas, err := a.av.Insert([][]byte{name}, 0)
 	require.NoError(t, err)
-	err, again := sendRetry(t, a, func() error { return a.msg().Send([]byte("x"), nil, fas[0], nil) })
+	again, err := sendRetry(t, a, func() error { return a.msg().Send([]byte("x"), nil, fas[0], nil) })
 	require.ErrorIs(t, err, fi.ECONNREFUSED)
 	require.Positive(t, again)
 	require.Equal(t, fi.EAGAIN, a.msg().Send([]byte("x"), nil, fas[0], nil), "the next send tries again")
@@ -279,7 +279,7 @@ func TestRDMPeerGoneAndBack(t *testing.T) {
 	// a's connection to b is up; then a 1 MiB send b never receives.
 	rbuf := make([]byte, 8)
 	require.NoError(t, b.msg().Recv(rbuf, nil, fi.AddrUnspec, "warm"))
-	err, _ = sendRetry(t, a, func() error { return a.msg().Send([]byte("warm"), nil, toB, "warm") })
+	_, err = sendRetry(t, a, func() error { return a.msg().Send([]byte("warm"), nil, toB, "warm") })
 	require.NoError(t, err)
 	require.Equal(t, "warm", next(t, b, a).c.Context)
 	require.Equal(t, "warm", next(t, a, b).c.Context)
@@ -296,7 +296,7 @@ func TestRDMPeerGoneAndBack(t *testing.T) {
 	// c is not disturbed.
 	cbuf := make([]byte, 8)
 	require.NoError(t, c.msg().Recv(cbuf, nil, fi.AddrUnspec, "c"))
-	err, _ = sendRetry(t, a, func() error { return a.msg().Send([]byte("to c"), nil, toC[0], "to c") })
+	_, err = sendRetry(t, a, func() error { return a.msg().Send([]byte("to c"), nil, toC[0], "to c") })
 	require.NoError(t, err)
 	require.Equal(t, "c", next(t, c, a).c.Context)
 	require.Equal(t, "to c", next(t, a, c).c.Context)
@@ -308,7 +308,7 @@ func TestRDMPeerGoneAndBack(t *testing.T) {
 	bbuf := make([]byte, 1<<20)
 	require.NoError(t, b2.msg().Recv(bbuf, nil, fi.AddrUnspec, "b2"))
 	big[0], big[len(big)-1] = 7, 9
-	err, _ = sendRetry(t, a, func() error { return a.msg().Send(big, nil, toB, "again") })
+	_, err = sendRetry(t, a, func() error { return a.msg().Send(big, nil, toB, "again") })
 	require.NoError(t, err)
 	got = next(t, b2, a)
 	require.Nil(t, got.err)
@@ -336,7 +336,7 @@ func TestRDMMatching(t *testing.T) {
 	b2, b1 := make([]byte, 64<<10), make([]byte, 64<<10)
 	require.NoError(t, r.msg().Recv(b2, nil, from2, "for s2"))
 	require.NoError(t, r.msg().Recv(b1, nil, from1, "for s1"))
-	err, _ = sendRetry(t, s1, func() error { return s1.msg().SendData([]byte("one"), nil, 0xd1, to1[0], nil) })
+	_, err = sendRetry(t, s1, func() error { return s1.msg().SendData([]byte("one"), nil, 0xd1, to1[0], nil) })
 	require.NoError(t, err)
 	got := next(t, r, s1, s2)
 	require.Equal(t, "for s1", got.c.Context)
@@ -345,7 +345,7 @@ func TestRDMMatching(t *testing.T) {
 	require.NotZero(t, got.c.Flags&fi.FlagRemoteCQData)
 	long := make([]byte, 40000) // rendezvous
 	long[39999] = 0x5a
-	err, _ = sendRetry(t, s2, func() error { return s2.msg().SendData(long, nil, 0xd2, to2[0], nil) })
+	_, err = sendRetry(t, s2, func() error { return s2.msg().SendData(long, nil, 0xd2, to2[0], nil) })
 	require.NoError(t, err)
 	got = next(t, r, s1, s2)
 	require.Equal(t, "for s2", got.c.Context)
@@ -356,9 +356,9 @@ func TestRDMMatching(t *testing.T) {
 
 	// Tagged: the ignore mask, and unexpected messages kept until a
 	// receive matches them.
-	err, _ = sendRetry(t, s1, func() error { return s1.tagged().TSend([]byte("t-0x105"), nil, to1[0], 0x105, nil) })
+	_, err = sendRetry(t, s1, func() error { return s1.tagged().TSend([]byte("t-0x105"), nil, to1[0], 0x105, nil) })
 	require.NoError(t, err)
-	err, _ = sendRetry(t, s1, func() error { return s1.tagged().TSend(long, nil, to1[0], 0x200, nil) })
+	_, err = sendRetry(t, s1, func() error { return s1.tagged().TSend(long, nil, to1[0], 0x200, nil) })
 	require.NoError(t, err)
 	deadline := time.Now().Add(time.Second)
 	for time.Now().Before(deadline) { // both arrive unexpected
@@ -391,7 +391,7 @@ func TestRDMTruncation(t *testing.T) {
 		for i := range msg {
 			msg[i] = byte(i)
 		}
-		err, _ := sendRetry(t, a, func() error { return a.msg().Send(msg, nil, toB, nil) })
+		_, err := sendRetry(t, a, func() error { return a.msg().Send(msg, nil, toB, nil) })
 		require.NoError(t, err)
 		got := next(t, b, a)
 		require.NotNil(t, got.err, "%d bytes into 10", n)

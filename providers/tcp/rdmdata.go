@@ -201,6 +201,24 @@ func (r *rdmEndpoint) recvFailed(cur *rxEntry, rx *rdmRx, code fi.Errno) {
 	r.failRecvCtx(cur.ctx, rx.msg.flags, code)
 }
 
+// dropConn forgets the unexpected rendezvous requests that came over
+// connection c, which is gone: their data cannot be read any more. Eager
+// messages it delivered stay, complete.
+func (m *matcher) dropConn(c *endpoint) {
+	for _, l := range []*[]*unexpMsg{&m.unexp, &m.tunexp} {
+		kept := (*l)[:0]
+		for _, u := range *l {
+			if u.rndv && u.conn == c {
+				m.release(u)
+				continue
+			}
+			kept = append(kept, u)
+		}
+		clear((*l)[len(kept):])
+		*l = kept
+	}
+}
+
 // dropUnexp returns an unexpected buffer that was being filled.
 func (r *rdmEndpoint) dropUnexp(u *unexpMsg) {
 	if u == nil {
@@ -410,8 +428,8 @@ func (d *dataPath) rxmRndvReq(e *endpoint) (bool, error) {
 	if !ok && u == nil {
 		return false, nil
 	}
-	if ok {
-		r.startReads(e, &rcv, &rx.msg, &desc, h.msgID)
+	if ok && !r.startReads(e, &rcv, &rx.msg, &desc, h.msgID) {
+		r.failRecvCtx(rcv.ctx, rx.msg.flags, fi.ECANCELED)
 	}
 	d.kind = rkDrop
 	d.setDst(nil, 0)
@@ -499,8 +517,10 @@ type rndvRecv struct {
 
 // startReads reads the message desc describes into rcv over connection c
 // (its mu held): one tcp read per remote iov, as rxm does; read-done goes
-// out when they all completed.
-func (r *rdmEndpoint) startReads(c *endpoint, rcv *rdmRecv, info *msgInfo, desc *rxmRndvDesc, msgID uint64) {
+// out when they all completed. It reports false, and does nothing, when c
+// cannot carry the first read (it is gone): the caller decides what
+// becomes of the receive.
+func (r *rdmEndpoint) startReads(c *endpoint, rcv *rdmRecv, info *msgInfo, desc *rxmRndvDesc, msgID uint64) bool {
 	rr := &rndvRecv{ctx: rcv.ctx, report: rcv.report, info: *info, msgID: msgID}
 	want := int(min(info.size, uint64(rcv.size)))
 	off := 0
@@ -516,6 +536,9 @@ func (r *rdmEndpoint) startReads(c *endpoint, rcv *rdmRecv, info *msgInfo, desc 
 			break // more pieces than an operation takes: truncated
 		}
 		if err := c.post(&a, txRead); err != nil {
+			if rr.pending == 0 {
+				return false
+			}
 			rr.err = fi.Code(err)
 			break
 		}
@@ -527,6 +550,7 @@ func (r *rdmEndpoint) startReads(c *endpoint, rcv *rdmRecv, info *msgInfo, desc 
 	if rr.pending == 0 {
 		r.rndvFinish(c, rr)
 	}
+	return true
 }
 
 // sliceIOV puts the n bytes at offset off of iov into dst; the count, or
@@ -855,9 +879,20 @@ func (r *rdmEndpoint) recv(iov [][]byte, src fi.Addr, ctx any, tagged bool, tag,
 	}
 	c := u.conn
 	c.mu.Lock()
-	r.startReads(c, &rcv, &u.msgInfo, &u.desc, u.msgID)
+	started := r.startReads(c, &rcv, &u.msgInfo, &u.desc, u.msgID)
 	c.mu.Unlock()
 	r.mu.Lock()
+	if !started {
+		// Its sender's connection went between the two locks: the
+		// message is lost with it, the receive waits for another.
+		l := &r.mt.recvs
+		if tagged {
+			l = &r.mt.trecvs
+		}
+		*l = append(*l, rdmRecv{})
+		copy((*l)[1:], *l)
+		(*l)[0] = rcv
+	}
 	starved := r.mt.release(u)
 	r.mu.Unlock()
 	if starved {
