@@ -636,6 +636,12 @@ func testRMA(t *testing.T, s *suite) {
 	s.run(t, "rma-write", func(t *testing.T) {
 		x := s.rmaPair(t, remoteRW)
 		before := bytes.Clone(x.buf)
+		// The target may place the data on a progress goroutine of its
+		// own, ordered with the test's reads of the buffer only through
+		// the network, which the race detector cannot see: polling the
+		// target (its progress lock) after reading the buffer and before
+		// checking it orders them for it.
+		x.poll(t)
 		data := pattern(100, 1)
 		ctx := &opCtx{"write"}
 		m := &ep.RMAMessage{IOV: [][]byte{data}, Desc: []any{x.client.desc(t, data)}, Addr: fi.AddrUnspec,
@@ -644,6 +650,7 @@ func testRMA(t *testing.T, s *suite) {
 		c := x.completion(t, s, x.client)
 		require.Same(t, ctx, c.Context)
 		require.Equal(t, writeFlags, c.Flags, "write completion's flags: %v", c.Flags)
+		x.poll(t)
 		// Delivery complete: the data is in place when the write completes.
 		require.Equal(t, data, x.buf[200:300], "written range")
 		require.Equal(t, before[:200], x.buf[:200], "bytes before the range")
@@ -673,6 +680,7 @@ func testRMA(t *testing.T, s *suite) {
 		x.post(t, s, "write", func() error { return x.rma.Write(data, ddesc, fi.AddrUnspec, targetBytes-64, x.key, nil) })
 		x.post(t, s, "read", func() error { return x.rma.Read(lbuf, ldesc, fi.AddrUnspec, targetBytes-64, x.key, nil) })
 		x.completions(t, s, x.client, 2)
+		x.poll(t) // as in rma-write
 		require.Equal(t, data, lbuf, "the read sees the write before it")
 		require.Equal(t, data, x.buf[targetBytes-64:])
 	})
