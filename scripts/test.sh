@@ -33,6 +33,27 @@ CGO_ENABLED=0 go build ./...
 step "go test -race -shuffle=on ./..."
 go test -race -shuffle=on -timeout 20m ./...
 
+step "verbs provider: build tag, and its tests in the Soft-RoCE VM"
+# The verbs implementation needs cgo and rdma-core's headers (build tag
+# verbs); its tests need an RDMA device, which these hosts get only inside
+# the qemu guest of ../shared/tools/verbs-vm (Soft-RoCE, rxe0).
+vm=../shared/tools/verbs-vm/run-in-vm.sh
+if [ ! -f /usr/include/infiniband/verbs.h ] || [ ! -f /usr/include/rdma/rdma_cma.h ]; then
+	[ -z "${CI:-}" ] || { echo "CI: libibverbs-dev and librdmacm-dev are missing"; exit 1; }
+	echo "skipped: libibverbs-dev/librdmacm-dev not installed"
+else
+	go vet -tags verbs ./providers/verbs/
+	if [ -x "$vm" ] && command -v qemu-system-x86_64 >/dev/null 2>&1 && command -v mmdebstrap >/dev/null 2>&1; then
+		export VERBS_VM_DIR=${VERBS_VM_DIR:-$PWD/.vm-cache}
+		go test -tags verbs -count=1 -exec "$(cd "$(dirname "$vm")" && pwd)/$(basename "$vm")" ./providers/verbs/...
+	elif [ -n "${CI:-}" ]; then
+		echo "CI: the Soft-RoCE VM is not available ($vm setup installs it)"; exit 1
+	else
+		echo "skipped the VM run: needs $vm and its setup (qemu-system-x86, mmdebstrap)"
+		go test -tags verbs -count=1 ./providers/verbs/...
+	fi
+fi
+
 step "fuzz smoke (10s per target)"
 for target in ./fi:FuzzParseAddr ./providers/tcp:FuzzCMHeader ./providers/tcp:FuzzDataHeader ./providers/tcp:FuzzRxmHeader ./providers/tcp:FuzzRxmCMRecord; do
 	pkg=${target%%:*} fn=${target##*:}

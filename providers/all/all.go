@@ -4,8 +4,10 @@
 //
 //	import _ "github.com/gofabric/gofabric/providers/all"
 //
-// It registers shm (FI_EP_RDM over shared memory), tcp (FI_EP_MSG over
-// TCP sockets) and udp (FI_EP_DGRAM over UDP sockets, with multicast). It
+// It registers shm (FI_EP_RDM over shared memory), tcp (FI_EP_MSG and
+// FI_EP_RDM over TCP sockets), udp (FI_EP_DGRAM over UDP sockets, with
+// multicast) and verbs (RDMA devices; pure Go without its build tag, when
+// it only says why it offers nothing). It
 // reads no environment variables itself; each provider's doc lists the
 // ones it reads.
 package all
@@ -17,4 +19,7 @@ import (
 	_ "github.com/gofabric/gofabric/providers/tcp"
 	// udp registers "udp" (libfabric 1.17's udp provider, fi_udp(7)).
 	_ "github.com/gofabric/gofabric/providers/udp"
+	// verbs registers "verbs" (libfabric 1.17's verbs provider,
+	// fi_verbs(7)); build with -tags verbs for RDMA devices.
+	_ "github.com/gofabric/gofabric/providers/verbs"
 )

@@ -1,0 +1,26 @@
+// Package verbs is gofabric's verbs provider: RDMA devices (InfiniBand,
+// RoCE, iWARP) through rdma-core's libibverbs and librdmacm, as libfabric's
+// verbs provider (fi_verbs(7)). Importing the package registers it with
+// fi.Register under libfabric's name, "verbs"; providers/all imports it.
+//
+// # Building
+//
+// The provider needs cgo and rdma-core's headers, so its implementation
+// sits behind the build tag "verbs":
+//
+//	apt-get install libibverbs-dev librdmacm-dev
+//	go build -tags verbs ./...
+//
+// A default build (no tag, or CGO_ENABLED=0) stays pure Go: the provider
+// is registered all the same, and GetInfo declines with fi.ENODATA and a
+// reason that says how to build it, so that fi_info and an application's
+// NoMatchError tell why there is no verbs entry. A build with the tag on
+// a host without RDMA devices declines likewise, naming what is missing.
+//
+// # State
+//
+// This is the provider's first step (issue 8): the registration, the
+// pure-Go fallback, and, with the tag, the discovery of devices and ports
+// (GetInfo). Endpoints, connection management through rdma_cm and the data
+// path come next; until then GetInfo offers no entries and says so.
+package verbs

@@ -1,0 +1,45 @@
+package verbs
+
+import (
+	"context"
+
+	"github.com/cockroachdb/errors"
+	"github.com/gofabric/gofabric/fi"
+)
+
+// provName is the provider's registered name, libfabric's.
+const provName = "verbs"
+
+// provVersion is the version the C provider of libfabric 1.17 reports
+// (fi_info: "version: 117.0").
+var provVersion = fi.MakeVersion(117, 0)
+
+// provider is the verbs provider (struct fi_provider "verbs").
+type provider struct{}
+
+func init() { fi.Register(provider{}) }
+
+var _ fi.Provider = provider{}
+
+// Name returns "verbs".
+func (provider) Name() string { return provName }
+
+// Version returns the C provider's version, 117.0.
+func (provider) Version() fi.Version { return provVersion }
+
+// GetInfo returns the provider's entries (fi_getinfo): none yet. It
+// declines with the reason: how to build the provider, the devices found
+// when built, or that endpoints are not implemented yet.
+func (provider) GetInfo(ctx context.Context, node, service string, flags fi.Flags, hints *fi.Info) ([]*fi.Info, error) {
+	return nil, declined(offerReason())
+}
+
+// OpenFabric opens a fabric (fi_fabric): there is none to open yet.
+func (provider) OpenFabric(attr *fi.FabricAttr) (fi.Fabric, error) {
+	return nil, errors.Wrapf(fi.ENODATA, "verbs: open fabric: %s", offerReason())
+}
+
+// declined is GetInfo's ENODATA with one reason.
+func declined(reason string) error {
+	return &fi.NoMatchError{Reasons: []fi.ProviderReason{{Provider: provName, Reason: reason}}}
+}
