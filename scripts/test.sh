@@ -45,7 +45,7 @@ else
 	go vet -tags verbs ./providers/verbs/
 	if [ -x "$vm" ] && command -v qemu-system-x86_64 >/dev/null 2>&1 && command -v mmdebstrap >/dev/null 2>&1; then
 		export VERBS_VM_DIR=${VERBS_VM_DIR:-$PWD/.vm-cache}
-		go test -tags verbs -count=1 -exec "$(cd "$(dirname "$vm")" && pwd)/$(basename "$vm")" ./providers/verbs/...
+		go test -race -tags verbs -count=1 -exec "$(cd "$(dirname "$vm")" && pwd)/$(basename "$vm")" ./providers/verbs/...
 	elif [ -n "${CI:-}" ]; then
 		echo "CI: the Soft-RoCE VM is not available ($vm setup installs it)"; exit 1
 	else

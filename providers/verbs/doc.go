@@ -21,6 +21,11 @@
 //
 // This is the provider's first step (issue 8): the registration, the
 // pure-Go fallback, and, with the tag, the discovery of devices and ports
-// (GetInfo). Endpoints, connection management through rdma_cm and the data
-// path come next; until then GetInfo offers no entries and says so.
+// and the rdma_cm plumbing the connection management will sit on: an event
+// channel waited on through the netpoller (no OS thread parked in C),
+// events copied out of librdmacm and acknowledged at once, ids with a nil
+// context (C holds no Go pointer), and the connect/accept/reject/
+// disconnect round trips with private data, tested on Soft-RoCE.
+// Endpoints on top of them (fi_cm(3) semantics, the verbs data path) come
+// next; until then GetInfo offers no entries and says so.
 package verbs
