@@ -58,7 +58,7 @@ func dial(t *testing.T, ch *cmChannel, dst netip.AddrPort) (cmIDC, *qpRes) {
 	nextOf(t, ch, evAddrResolved)
 	require.NoError(t, resolveRoute(id, 2000))
 	nextOf(t, ch, evRouteResolved)
-	qp, err := createQP(id)
+	qp, err := createQP(id, nil)
 	require.NoError(t, err)
 	return id, qp
 }
@@ -115,7 +115,7 @@ func TestCMRoundTrips(t *testing.T) {
 	defer destroyQP(id, qp)
 	require.NoError(t, connect(id, []byte("again")))
 	req = nextOf(t, srv, evConnectRequest)
-	sqp, err := createQP(req.id)
+	sqp, err := createQP(req.id, nil)
 	require.NoError(t, err)
 	defer destroyID(req.id)
 	defer destroyQP(req.id, sqp)

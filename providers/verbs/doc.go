@@ -25,7 +25,12 @@
 // channel waited on through the netpoller (no OS thread parked in C),
 // events copied out of librdmacm and acknowledged at once, ids with a nil
 // context (C holds no Go pointer), and the connect/accept/reject/
-// disconnect round trips with private data, tested on Soft-RoCE.
-// Endpoints on top of them (fi_cm(3) semantics, the verbs data path) come
-// next; until then GetInfo offers no entries and says so.
+// disconnect round trips with private data, tested on Soft-RoCE. Then the
+// data-path primitives: buffers mmap'd outside the Go heap and registered
+// (ibv_reg_mr), a CQ with a completion channel waited on through the
+// netpoller and polled without allocating, receives and signaled sends
+// (send, with immediate data, RDMA write and read; inline when they fit)
+// whose wr_ids index a fixed slot table. Endpoints on top of them (fi_cm(3)
+// semantics, MSG endpoints) come next; until then GetInfo offers no
+// entries and says so.
 package verbs

@@ -71,6 +71,70 @@ static void gf_conn_param(struct rdma_conn_param *p, const void *data, uint8_t l
 }
 
 static int gf_errno(int rc) { return rc ? errno : 0; }
+
+// --- data path ---
+
+// gf_wc is a work completion reduced to what Go reads, with the immediate
+// data in host order (ibv_wc keeps it big-endian in an anonymous union).
+struct gf_wc {
+	uint64_t wr_id;
+	uint32_t byte_len;
+	uint32_t imm;
+	int status;
+	int opcode;
+	int has_imm;
+};
+
+// gf_poll_cq polls up to n completions (ibv_poll_cq, inline in verbs.h)
+// into scratch and copies them into out, both C arrays of n entries: the
+// count, or -1.
+static int gf_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *scratch, struct gf_wc *out) {
+	int got = ibv_poll_cq(cq, n, scratch);
+	for (int i = 0; i < got; i++) {
+		out[i].wr_id = scratch[i].wr_id;
+		out[i].status = scratch[i].status;
+		out[i].opcode = scratch[i].opcode;
+		out[i].byte_len = scratch[i].byte_len;
+		out[i].has_imm = (scratch[i].wc_flags & IBV_WC_WITH_IMM) != 0;
+		out[i].imm = out[i].has_imm ? be32toh(scratch[i].imm_data) : 0;
+	}
+	return got;
+}
+
+// gf_req_notify_cq arms cq for its next completion (ibv_req_notify_cq).
+static int gf_req_notify_cq(struct ibv_cq *cq) { return ibv_req_notify_cq(cq, 0); }
+
+// gf_get_cq_event takes one event of a non-blocking completion channel
+// and acknowledges it (ibv_get_cq_event, ibv_ack_cq_events): 0, or -errno
+// (-EAGAIN when there is none).
+static int gf_get_cq_event(struct ibv_comp_channel *ch) {
+	struct ibv_cq *cq;
+	void *ctx;
+	if (ibv_get_cq_event(ch, &cq, &ctx))
+		return errno ? -errno : -EIO;
+	ibv_ack_cq_events(cq, 1);
+	return 0;
+}
+
+// gf_post_recv posts one receive of one SGE (ibv_post_recv): 0 or errno.
+static int gf_post_recv(struct ibv_qp *qp, uint64_t wr_id, uint64_t addr, uint32_t len, uint32_t lkey) {
+	struct ibv_sge sge = { .addr = addr, .length = len, .lkey = lkey };
+	struct ibv_recv_wr wr = { .wr_id = wr_id, .sg_list = &sge, .num_sge = 1 }, *bad;
+	return ibv_post_recv(qp, &wr, &bad);
+}
+
+// gf_post_send posts one signaled work request of one SGE (ibv_post_send):
+// 0 or errno. imm is in host order; raddr/rkey are for RDMA operations.
+static int gf_post_send(struct ibv_qp *qp, int opcode, int flags, uint64_t wr_id,
+		uint64_t addr, uint32_t len, uint32_t lkey, uint32_t imm, uint64_t raddr, uint32_t rkey) {
+	struct ibv_sge sge = { .addr = addr, .length = len, .lkey = lkey };
+	struct ibv_send_wr wr = { .wr_id = wr_id, .sg_list = &sge, .num_sge = 1,
+		.opcode = opcode, .send_flags = flags | IBV_SEND_SIGNALED }, *bad;
+	wr.imm_data = htobe32(imm);
+	wr.wr.rdma.remote_addr = raddr;
+	wr.wr.rdma.rkey = rkey;
+	return ibv_post_send(qp, &wr, &bad);
+}
 */
 import "C"
 
@@ -255,40 +319,70 @@ func resolveRoute(id cmIDC, timeoutMS int) error {
 	return nil
 }
 
+// qpDepth is how many sends and how many receives a queue pair takes
+// (max_send_wr, max_recv_wr); wantInline is the max_inline_data asked for
+// (rxe grants up to 512 and fails rdma_create_qp with EINVAL above).
+const (
+	qpDepth    = 64
+	wantInline = 256
+)
+
 // qpRes are the verbs resources behind one connection's queue pair.
 type qpRes struct {
-	pd *C.struct_ibv_pd
-	cq *C.struct_ibv_cq
+	pd        pdC
+	qp        qpC
+	ownCQ     cqC // the CQ createQP made when given none
+	maxInline int // max_inline_data the QP got (ibv_qp_init_attr.cap)
+	maxSendWR int // max_send_wr the QP got: at least qpDepth
+	maxRecvWR int // max_recv_wr the QP got: at least qpDepth
 }
 
-// createQP gives id an RC queue pair (rdma_create_qp) with its own PD and
-// CQ.
-func createQP(id cmIDC) (*qpRes, error) {
+// createQP gives id an RC queue pair (rdma_create_qp) with its own PD
+// (ibv_alloc_pd), completing into c, or into a CQ of its own (no
+// completion channel) when c is nil.
+func createQP(id cmIDC, c *cq) (*qpRes, error) {
 	r := &qpRes{}
 	var errno error
 	if r.pd, errno = C.ibv_alloc_pd(id.verbs); r.pd == nil {
 		return nil, errnoErr("ibv_alloc_pd", errno.(syscall.Errno))
 	}
-	if r.cq, errno = C.ibv_create_cq(id.verbs, 16, nil, nil, 0); r.cq == nil {
+	var cq cqC
+	if c != nil {
+		cq = c.cq
+	} else if cq, errno = C.ibv_create_cq(id.verbs, 2*qpDepth, nil, nil, 0); cq == nil {
 		C.ibv_dealloc_pd(r.pd)
 		return nil, errnoErr("ibv_create_cq", errno.(syscall.Errno))
+	} else {
+		r.ownCQ = cq
 	}
 	var a C.struct_ibv_qp_init_attr
-	a.send_cq, a.recv_cq, a.qp_type = r.cq, r.cq, C.IBV_QPT_RC
-	a.cap.max_send_wr, a.cap.max_recv_wr, a.cap.max_send_sge, a.cap.max_recv_sge = 16, 16, 1, 1
+	a.send_cq, a.recv_cq, a.qp_type = cq, cq, C.IBV_QPT_RC
+	a.cap.max_send_wr, a.cap.max_recv_wr, a.cap.max_send_sge, a.cap.max_recv_sge = qpDepth, qpDepth, 1, 1
+	a.cap.max_inline_data = wantInline
 	if rc, errno := C.rdma_create_qp(id, r.pd, &a); rc != 0 {
-		C.ibv_destroy_cq(r.cq)
+		if r.ownCQ != nil {
+			C.ibv_destroy_cq(r.ownCQ)
+		}
 		C.ibv_dealloc_pd(r.pd)
 		return nil, errnoErr("rdma_create_qp", errno.(syscall.Errno))
 	}
+	r.qp, r.maxInline = id.qp, int(a.cap.max_inline_data)
+	r.maxSendWR, r.maxRecvWR = int(a.cap.max_send_wr), int(a.cap.max_recv_wr)
 	return r, nil
 }
 
-// destroyQP frees id's queue pair and r.
+// destroyQP frees id's queue pair and r (rdma_destroy_qp, ibv_dealloc_pd);
+// a second call does nothing. r's MRs must be deregistered first.
 func destroyQP(id cmIDC, r *qpRes) {
+	if r.qp == nil {
+		return
+	}
 	C.rdma_destroy_qp(id)
-	C.ibv_destroy_cq(r.cq)
+	if r.ownCQ != nil {
+		C.ibv_destroy_cq(r.ownCQ)
+	}
 	C.ibv_dealloc_pd(r.pd)
+	r.qp, r.ownCQ, r.pd = nil, nil, nil
 }
 
 // withData runs f with data copied to C memory (NULL for none).
@@ -364,3 +458,170 @@ const (
 
 // eventName is librdmacm's rdma_event_str.
 func eventName(t int) string { return C.GoString(C.rdma_event_str(C.enum_rdma_cm_event_type(t))) }
+
+// --- data path (libibverbs): thin wrappers; the logic is in mr.go, cq.go
+// and post.go. ---
+
+type (
+	pdC          = *C.struct_ibv_pd           // protection domain
+	mrC          = *C.struct_ibv_mr           // memory region
+	cqC          = *C.struct_ibv_cq           // completion queue
+	qpC          = *C.struct_ibv_qp           // queue pair
+	compChannelC = *C.struct_ibv_comp_channel // completion channel
+)
+
+// Memory access flags (enum ibv_access_flags).
+const (
+	accessLocalWrite  = int(C.IBV_ACCESS_LOCAL_WRITE)
+	accessRemoteWrite = int(C.IBV_ACCESS_REMOTE_WRITE)
+	accessRemoteRead  = int(C.IBV_ACCESS_REMOTE_READ)
+)
+
+// regMR registers n bytes at p, memory outside the Go heap, with pd
+// (ibv_reg_mr).
+func regMR(pd pdC, p unsafe.Pointer, n, access int) (mrC, error) {
+	m, errno := C.ibv_reg_mr(pd, p, C.size_t(n), C.int(access))
+	if m == nil {
+		return nil, errnoErr("ibv_reg_mr", errno.(syscall.Errno))
+	}
+	return m, nil
+}
+
+// mrKeys are m's local and remote keys (ibv_mr lkey, rkey).
+func mrKeys(m mrC) (lkey, rkey uint32) { return uint32(m.lkey), uint32(m.rkey) }
+
+// deregMR deregisters m (ibv_dereg_mr).
+func deregMR(m mrC) error {
+	if rc := C.ibv_dereg_mr(m); rc != 0 {
+		return errnoErr("ibv_dereg_mr", syscall.Errno(rc))
+	}
+	return nil
+}
+
+// createCompChannel makes a completion channel on id's device
+// (ibv_create_comp_channel) with a non-blocking descriptor, returned too.
+func createCompChannel(id cmIDC) (compChannelC, int, error) {
+	ch, errno := C.ibv_create_comp_channel(id.verbs)
+	if ch == nil {
+		return nil, -1, errnoErr("ibv_create_comp_channel", errno.(syscall.Errno))
+	}
+	if rc := C.gf_set_nonblock(ch.fd); rc != 0 {
+		C.ibv_destroy_comp_channel(ch)
+		return nil, -1, errnoErr("fcntl O_NONBLOCK", syscall.Errno(-rc))
+	}
+	return ch, int(ch.fd), nil
+}
+
+// destroyCompChannel frees ch (ibv_destroy_comp_channel); its CQs must
+// be destroyed first.
+func destroyCompChannel(ch compChannelC) { C.ibv_destroy_comp_channel(ch) }
+
+// createCQ makes a CQ of at least depth entries on id's device, whose
+// events go to ch (ibv_create_cq); it returns the entries it got (cqe).
+func createCQ(id cmIDC, depth int, ch compChannelC) (cqC, int, error) {
+	c, errno := C.ibv_create_cq(id.verbs, C.int(depth), nil, ch, 0)
+	if c == nil {
+		return nil, 0, errnoErr("ibv_create_cq", errno.(syscall.Errno))
+	}
+	return c, int(c.cqe), nil
+}
+
+// destroyCQ frees c (ibv_destroy_cq); its events must all be acknowledged.
+func destroyCQ(c cqC) error {
+	if rc := C.ibv_destroy_cq(c); rc != 0 {
+		return errnoErr("ibv_destroy_cq", syscall.Errno(rc))
+	}
+	return nil
+}
+
+// reqNotifyCQ arms c for an event at its next completion
+// (ibv_req_notify_cq, any completion).
+func reqNotifyCQ(c cqC) error {
+	if rc := C.gf_req_notify_cq(c); rc != 0 {
+		return errnoErr("ibv_req_notify_cq", syscall.Errno(rc))
+	}
+	return nil
+}
+
+// getCQEvent takes and acknowledges ch's next event (ibv_get_cq_event,
+// ibv_ack_cq_events): 0, or syscall.EAGAIN when there is none.
+func getCQEvent(ch compChannelC) syscall.Errno { return syscall.Errno(-C.gf_get_cq_event(ch)) }
+
+// wcBuf is the C memory ibv_poll_cq fills: n ibv_wc and n gf_wc.
+type wcBuf struct {
+	scratch *C.struct_ibv_wc
+	out     []C.struct_gf_wc // over C memory
+}
+
+// newWCBuf allocates a wcBuf of n entries in C memory.
+func newWCBuf(n int) wcBuf {
+	s := (*C.struct_ibv_wc)(C.calloc(C.size_t(n), C.size_t(unsafe.Sizeof(C.struct_ibv_wc{}))))
+	o := (*C.struct_gf_wc)(C.calloc(C.size_t(n), C.size_t(unsafe.Sizeof(C.struct_gf_wc{}))))
+	return wcBuf{scratch: s, out: unsafe.Slice(o, n)}
+}
+
+// free releases b's C memory.
+func (b *wcBuf) free() {
+	C.free(unsafe.Pointer(b.scratch))
+	C.free(unsafe.Pointer(&b.out[0]))
+	*b = wcBuf{}
+}
+
+// pollCQ takes up to min(len(out), len(b.out)) completions of c
+// (ibv_poll_cq) without allocating: their count, or a negative value when
+// the poll failed.
+func pollCQ(c cqC, b *wcBuf, out []completion) int {
+	n := min(len(out), len(b.out))
+	got := int(C.gf_poll_cq(c, C.int(n), b.scratch, &b.out[0]))
+	for i := 0; i < got; i++ {
+		w := &b.out[i]
+		out[i] = completion{wrID: uint64(w.wr_id), status: wcStatus(w.status), opcode: wcOpcode(w.opcode),
+			byteLen: uint32(w.byte_len), immData: uint32(w.imm), hasImm: w.has_imm != 0}
+	}
+	return got
+}
+
+// Work completion statuses (enum ibv_wc_status) this package names.
+const (
+	wcSuccess      = wcStatus(C.IBV_WC_SUCCESS)
+	wcWRFlushErr   = wcStatus(C.IBV_WC_WR_FLUSH_ERR)
+	wcRemAccessErr = wcStatus(C.IBV_WC_REM_ACCESS_ERR)
+)
+
+// String is ibv_wc_status_str.
+func (s wcStatus) String() string {
+	return C.GoString(C.ibv_wc_status_str(C.enum_ibv_wc_status(s)))
+}
+
+// Work completion opcodes (enum ibv_wc_opcode).
+const (
+	wcOpSend        = wcOpcode(C.IBV_WC_SEND)
+	wcOpRDMAWrite   = wcOpcode(C.IBV_WC_RDMA_WRITE)
+	wcOpRDMARead    = wcOpcode(C.IBV_WC_RDMA_READ)
+	wcOpRecv        = wcOpcode(C.IBV_WC_RECV)
+	wcOpRecvRDMAImm = wcOpcode(C.IBV_WC_RECV_RDMA_WITH_IMM)
+)
+
+// Send opcodes (enum ibv_wr_opcode).
+const (
+	opSend         = sendOp(C.IBV_WR_SEND)
+	opSendWithImm  = sendOp(C.IBV_WR_SEND_WITH_IMM)
+	opWrite        = sendOp(C.IBV_WR_RDMA_WRITE)
+	opWriteWithImm = sendOp(C.IBV_WR_RDMA_WRITE_WITH_IMM)
+	opRead         = sendOp(C.IBV_WR_RDMA_READ)
+)
+
+// sendInline is IBV_SEND_INLINE.
+const sendInline = int(C.IBV_SEND_INLINE)
+
+// postRecvC posts one receive of one SGE (ibv_post_recv): 0 or the errno.
+func postRecvC(qp qpC, wrID, addr uint64, n, lkey uint32) syscall.Errno {
+	return syscall.Errno(C.gf_post_recv(qp, C.uint64_t(wrID), C.uint64_t(addr), C.uint32_t(n), C.uint32_t(lkey)))
+}
+
+// postSendC posts one signaled work request of one SGE (ibv_post_send):
+// 0 or the errno.
+func postSendC(qp qpC, op sendOp, flags int, wrID, addr uint64, n, lkey, imm uint32, raddr uint64, rkey uint32) syscall.Errno {
+	return syscall.Errno(C.gf_post_send(qp, C.int(op), C.int(flags), C.uint64_t(wrID), C.uint64_t(addr),
+		C.uint32_t(n), C.uint32_t(lkey), C.uint32_t(imm), C.uint64_t(raddr), C.uint32_t(rkey)))
+}
