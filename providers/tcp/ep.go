@@ -32,22 +32,19 @@ type endpoint struct {
 	txFlags, rxFlags fi.Flags
 
 	// Completion targets, fixed at Enable.
-	txcq, rxcq   *provutil.CQ
-	txSel, rxSel bool
-	cntr         [nCntr]*provutil.Counter
-	events       *eventQueue
-	sets         []*epSet // the queues and counters driving progress
-	enabledAt    atomic.Bool
-	closing      atomic.Bool
-	recvStalled  atomic.Bool // the receive side waits for a posted buffer or tx room
-	sendBlocked  atomic.Bool // queued sends wait for room in the socket
-	cmMu         sync.Mutex  // guards the CM fields below
-	localName    []byte      // SetName's address, or nil
-	peerName     []byte      // the peer's address once known
-	connName     []byte      // the socket's local address once connected
-	req          *connReq    // the request the endpoint was opened for
-	cancelDial   context.CancelFunc
-	cmWG         sync.WaitGroup // the connect goroutine
+	completions
+	events      *eventQueue
+	enabledAt   atomic.Bool
+	closing     atomic.Bool
+	recvStalled atomic.Bool // the receive side waits for a posted buffer or tx room
+	sendBlocked atomic.Bool // queued sends wait for room in the socket
+	cmMu        sync.Mutex  // guards the CM fields below
+	localName   []byte      // SetName's address, or nil
+	peerName    []byte      // the peer's address once known
+	connName    []byte      // the socket's local address once connected
+	req         *connReq    // the request the endpoint was opened for
+	cancelDial  context.CancelFunc
+	cmWG        sync.WaitGroup // the connect goroutine
 	// auto is the background progress of the connection, nil before it.
 	auto   atomic.Pointer[sockpoll.Poller]
 	autoWG sync.WaitGroup
@@ -63,6 +60,38 @@ type endpoint struct {
 	// state (progress.go).
 	mu sync.Mutex
 	dp dataPath
+}
+
+// completions are where an endpoint's operations complete, fixed at
+// Enable: its CQs and counters, and the sets of the queues and counters
+// whose reads drive its progress.
+type completions struct {
+	txcq, rxcq   *provutil.CQ
+	txSel, rxSel bool
+	cntr         [nCntr]*provutil.Counter
+	sets         []*epSet
+}
+
+// bindQueues takes the completion queues and counters bound in b
+// (fi_ep_bind's FI_TRANSMIT, FI_RECV, FI_SELECTIVE_COMPLETION and counter
+// flags).
+func (c *completions) bindQueues(b *provutil.Bindings) {
+	if q, ok := b.TxCQ.(*completionQueue); ok {
+		c.txcq, c.txSel = q.CQ, b.TxSelective
+		c.sets = append(c.sets, &q.eps)
+	}
+	if q, ok := b.RxCQ.(*completionQueue); ok {
+		c.rxcq, c.rxSel = q.CQ, b.RxSelective
+		if b.RxCQ != b.TxCQ {
+			c.sets = append(c.sets, &q.eps)
+		}
+	}
+	for i, f := range cntrFlag {
+		if k, ok := b.Counters[f].(*counter); ok {
+			c.cntr[i] = k.Counter
+			c.sets = append(c.sets, &k.eps)
+		}
+	}
 }
 
 // Counter slots, by the operation kind they count.
@@ -187,22 +216,7 @@ func (e *endpoint) Enable() error {
 	b := &e.bind
 	e.events = b.EQ.(*eventQueue)
 	e.sets = append(e.sets, &e.events.eps)
-	if q, ok := b.TxCQ.(*completionQueue); ok {
-		e.txcq, e.txSel = q.CQ, b.TxSelective
-		e.sets = append(e.sets, &q.eps)
-	}
-	if q, ok := b.RxCQ.(*completionQueue); ok {
-		e.rxcq, e.rxSel = q.CQ, b.RxSelective
-		if b.RxCQ != b.TxCQ {
-			e.sets = append(e.sets, &q.eps)
-		}
-	}
-	for i, f := range cntrFlag {
-		if c, ok := b.Counters[f].(*counter); ok {
-			e.cntr[i] = c.Counter
-			e.sets = append(e.sets, &c.eps)
-		}
-	}
+	e.bindQueues(b)
 	for _, s := range e.sets {
 		s.Add(e)
 	}

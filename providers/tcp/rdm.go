@@ -30,11 +30,8 @@ type rdmEndpoint struct {
 	pid              uint32
 
 	// Fixed at Enable.
-	av           *provutil.AV
-	txcq, rxcq   *provutil.CQ
-	txSel, rxSel bool
-	cntr         [nCntr]*provutil.Counter
-	sets         []*epSet
+	av *provutil.AV
+	completions
 
 	pep  *passiveEP
 	name []byte         // the listener's address, the endpoint's name
@@ -165,22 +162,7 @@ func (r *rdmEndpoint) Enable() error {
 	}
 	b := &r.bind
 	r.av = b.AV.(*addrVector).AV
-	if q, ok := b.TxCQ.(*completionQueue); ok {
-		r.txcq, r.txSel = q.CQ, b.TxSelective
-		r.sets = append(r.sets, &q.eps)
-	}
-	if q, ok := b.RxCQ.(*completionQueue); ok {
-		r.rxcq, r.rxSel = q.CQ, b.RxSelective
-		if b.RxCQ != b.TxCQ {
-			r.sets = append(r.sets, &q.eps)
-		}
-	}
-	for i, f := range cntrFlag {
-		if c, ok := b.Counters[f].(*counter); ok {
-			r.cntr[i] = c.Counter
-			r.sets = append(r.sets, &c.eps)
-		}
-	}
+	r.bindQueues(b)
 	n, err := r.pep.Name(nil)
 	if err != nil && !errors.Is(err, fi.ETOOSMALL) {
 		return err
@@ -372,11 +354,10 @@ func (r *rdmEndpoint) newConn(req *connReq, p *rdmPeer) (*endpoint, error) {
 	c.rdm, c.peer = r, p
 	c.dp.rdm, c.dp.tagged = r, true
 	c.dp.rx.ourID = uint64(p.index)
-	c.txcq, c.rxcq, c.txSel, c.rxSel, c.cntr = r.txcq, r.rxcq, r.txSel, r.rxSel, r.cntr
+	c.completions = r.completions
 	if req == nil && !r.self.Addr().IsUnspecified() {
 		_, c.localName, _ = fi.SockaddrFromAddrPort(netip.AddrPortFrom(r.self.Addr(), 0))
 	}
-	c.sets = r.sets
 	c.enabledAt.Store(true)
 	for _, s := range c.sets {
 		s.Add(c)
