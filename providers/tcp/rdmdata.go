@@ -98,18 +98,8 @@ func (m *matcher) init() {
 // arrive finds the posted receive a message matches and removes it, or
 // else gives a buffer to keep the message in (nil when the pool is out).
 func (m *matcher) arrive(tagged bool, tag uint64, src fi.Addr) (rdmRecv, bool, *unexpMsg) {
-	l := &m.recvs
-	if tagged {
-		l = &m.trecvs
-	}
-	for k := range *l {
-		if (*l)[k].matches(tagged, tag, src) {
-			r := (*l)[k]
-			copy((*l)[k:], (*l)[k+1:])
-			(*l)[len(*l)-1] = rdmRecv{}
-			*l = (*l)[:len(*l)-1]
-			return r, true, nil
-		}
+	if r, ok, _ := m.arriveNoBuf(tagged, tag, src); ok {
+		return r, true, nil
 	}
 	if len(m.free) == 0 && m.n < unexpMax {
 		m.n++
