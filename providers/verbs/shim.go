@@ -625,3 +625,150 @@ func postSendC(qp qpC, op sendOp, flags int, wrID, addr uint64, n, lkey, imm uin
 	return syscall.Errno(C.gf_post_send(qp, C.int(op), C.int(flags), C.uint64_t(wrID), C.uint64_t(addr),
 		C.uint32_t(n), C.uint32_t(lkey), C.uint32_t(imm), C.uint64_t(raddr), C.uint32_t(rkey)))
 }
+
+// --- device and port attributes for the fi_info entries (info.go) ---
+
+// devAttrs is what msgEntries needs of one device: ibv_query_device's
+// attributes, those of the first active port (ibv_query_port), GID 0 of
+// port 1 (ibv_query_gid) and the inline size a probe queue pair gets.
+type devAttrs struct {
+	name                          string
+	iwarp                         bool // transport_type IBV_TRANSPORT_IWARP
+	fwVer                         string
+	vendorID, vendorPartID, hwVer uint32
+	maxQP, maxQPWR, maxSGE        int
+	maxCQ, maxMR                  int
+	maxSRQ, maxSRQWR, maxSRQSGE   int
+	activePort                    int // first active port; 0 when none is
+	portActive                    bool
+	activeMTU                     int // bytes; 0 when unrecognized
+	activeSpeed, activeWidth      uint8
+	ethernet, infiniband          bool // link_layer (unspecified counts as InfiniBand)
+	maxMsgSz                      uint32
+	subnetPrefix                  uint64 // GID 0 of port 1, host order
+	maxInline                     int    // -1 when the probe failed
+}
+
+// queryDevices returns devAttrs for every RDMA device, in
+// ibv_get_device_list's order (ibv_query_device, ibv_query_port,
+// ibv_query_gid, and vrb_get_qp_cap's probe queue pair). A device that
+// cannot be opened or queried is skipped, as C's vrb_alloc_info skips it.
+func queryDevices(txSize, rxSize, txIOV, rxIOV, inline int) ([]devAttrs, error) {
+	var n C.int
+	list, errno := C.ibv_get_device_list(&n)
+	if list == nil {
+		code := fi.ENODEV
+		if e, ok := errno.(syscall.Errno); ok && e != 0 && e != syscall.ENOSYS {
+			code = fi.Code(e)
+		}
+		return nil, errors.Wrapf(code, "verbs: ibv_get_device_list: %v", errno)
+	}
+	defer C.ibv_free_device_list(list)
+	var out []devAttrs
+	for _, d := range unsafe.Slice(list, int(n)) {
+		ctx := C.ibv_open_device(d)
+		if ctx == nil {
+			continue
+		}
+		a, ok := queryDevice(ctx, txSize, rxSize, txIOV, rxIOV, inline)
+		C.ibv_close_device(ctx)
+		if ok {
+			out = append(out, a)
+		}
+	}
+	return out, nil
+}
+
+// queryDevice fills devAttrs from an open device.
+func queryDevice(ctx *C.struct_ibv_context, txSize, rxSize, txIOV, rxIOV, inline int) (devAttrs, bool) {
+	var da C.struct_ibv_device_attr
+	if C.ibv_query_device(ctx, &da) != 0 {
+		return devAttrs{}, false
+	}
+	a := devAttrs{
+		name:         C.GoString(C.ibv_get_device_name(ctx.device)),
+		iwarp:        ctx.device.transport_type == C.IBV_TRANSPORT_IWARP,
+		fwVer:        C.GoString(&da.fw_ver[0]),
+		vendorID:     uint32(da.vendor_id),
+		vendorPartID: uint32(da.vendor_part_id),
+		hwVer:        uint32(da.hw_ver),
+		maxQP:        int(da.max_qp), maxQPWR: int(da.max_qp_wr), maxSGE: int(da.max_sge),
+		maxCQ: int(da.max_cq), maxMR: int(da.max_mr),
+		maxSRQ: int(da.max_srq), maxSRQWR: int(da.max_srq_wr), maxSRQSGE: int(da.max_srq_sge),
+	}
+	for p := 1; p <= int(da.phys_port_cnt); p++ {
+		var pa C.struct_ibv_port_attr
+		if C.gf_query_port(ctx, C.uint8_t(p), &pa) != 0 {
+			return devAttrs{}, false
+		}
+		if pa.state != C.IBV_PORT_ACTIVE {
+			continue
+		}
+		a.activePort = p
+		a.portActive = true
+		if m := int(pa.active_mtu); m >= int(C.IBV_MTU_256) && m <= int(C.IBV_MTU_4096) {
+			a.activeMTU = 128 << m
+		}
+		a.activeSpeed, a.activeWidth = uint8(pa.active_speed), uint8(pa.active_width)
+		a.ethernet = pa.link_layer == C.IBV_LINK_LAYER_ETHERNET
+		a.infiniband = pa.link_layer == C.IBV_LINK_LAYER_INFINIBAND || pa.link_layer == C.IBV_LINK_LAYER_UNSPECIFIED
+		a.maxMsgSz = uint32(pa.max_msg_sz)
+		break
+	}
+	var gid C.union_ibv_gid
+	if C.ibv_query_gid(ctx, 1, 0, &gid) == 0 {
+		raw := (*[16]byte)(unsafe.Pointer(&gid))
+		for _, b := range raw[:8] {
+			a.subnetPrefix = a.subnetPrefix<<8 | uint64(b)
+		}
+	}
+	a.maxInline = probeInline(ctx, txSize, rxSize, txIOV, rxIOV, inline)
+	return a, true
+}
+
+// probeInline creates and destroys an RC queue pair of the default sizes
+// asking for inline bytes of inline data, and returns what the device
+// granted (vrb_get_qp_cap: ibv_alloc_pd, ibv_create_cq, ibv_create_qp);
+// -1 when a step fails.
+func probeInline(ctx *C.struct_ibv_context, txSize, rxSize, txIOV, rxIOV, inline int) int {
+	pd := C.ibv_alloc_pd(ctx)
+	if pd == nil {
+		return -1
+	}
+	defer C.ibv_dealloc_pd(pd)
+	cq := C.ibv_create_cq(ctx, 1, nil, nil, 0)
+	if cq == nil {
+		return -1
+	}
+	defer C.ibv_destroy_cq(cq)
+	var ia C.struct_ibv_qp_init_attr
+	ia.send_cq, ia.recv_cq = cq, cq
+	ia.cap.max_send_wr, ia.cap.max_recv_wr = C.uint32_t(txSize), C.uint32_t(rxSize)
+	ia.cap.max_send_sge, ia.cap.max_recv_sge = C.uint32_t(txIOV), C.uint32_t(rxIOV)
+	ia.cap.max_inline_data = C.uint32_t(inline)
+	ia.qp_type = C.IBV_QPT_RC
+	qp := C.ibv_create_qp(pd, &ia)
+	if qp == nil {
+		return -1
+	}
+	C.ibv_destroy_qp(qp)
+	return int(ia.cap.max_inline_data)
+}
+
+// rdmaDeviceOf binds a fresh rdma_cm id to ap and returns the name of the
+// RDMA device the address belongs to (vrb_ifa_rdma_info: rdma_create_id,
+// rdma_bind_addr, ibv_get_device_name(id->verbs->device)).
+func rdmaDeviceOf(ap netip.AddrPort) (string, error) {
+	var id *C.struct_rdma_cm_id
+	if rc, errno := C.rdma_create_id(nil, &id, nil, C.RDMA_PS_TCP); rc != 0 {
+		return "", errnoErr("rdma_create_id", errno.(syscall.Errno))
+	}
+	defer C.rdma_destroy_id(id)
+	if err := bindAddr(id, ap); err != nil {
+		return "", err
+	}
+	if id.verbs == nil {
+		return "", errors.Wrapf(fi.ENODEV, "verbs: %v is on no RDMA device", ap.Addr())
+	}
+	return C.GoString(C.ibv_get_device_name(id.verbs.device)), nil
+}
