@@ -47,7 +47,6 @@ const (
 
 	// rdmProvName is the provider name libfabric reports for -p tcp -e rdm.
 	rdmProvName = "tcp;ofi_rxm"
-	noRDMReason = "tcp provider has no FI_EP_RDM endpoints yet (issue 5)"
 )
 
 // rdmMsg is one body message of a scenario: its length, tag (0: untagged)
@@ -96,17 +95,14 @@ func seeded(n, seed int) []byte {
 	return b
 }
 
-// requireTCPRDM skips tb while the Go tcp provider offers no FI_EP_RDM
-// endpoints (fi.GetInfo answers ENODATA).
+// requireTCPRDM requires the Go tcp provider to offer FI_EP_RDM
+// (tcp;ofi_rxm) entries.
 func requireTCPRDM(tb testing.TB) {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), ioTimeout)
 	defer cancel()
 	_, err := fi.GetInfo(ctx, "", "", 0, tcpHints(fi.EPTypeRDM))
-	if errors.Is(err, fi.ENODATA) {
-		tb.Skip(noRDMReason)
-	}
-	require.NoError(tb, err)
+	require.NoError(tb, err, "the tcp provider offers FI_EP_RDM (tcp;ofi_rxm) entries")
 }
 
 // buildCPeerRDM compiles cpeer_rdm.c into a directory of tb, or calls

@@ -6,14 +6,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cockroachdb/errors"
 	"github.com/gofabric/gofabric/fi"
 	_ "github.com/gofabric/gofabric/providers/tcp"
 	"github.com/stretchr/testify/require"
 )
 
-// requireTCPRDM skips t while gofabric's tcp provider offers no FI_EP_RDM
-// endpoints (fi.GetInfo answers ENODATA).
+// requireTCPRDM requires gofabric's tcp provider to offer FI_EP_RDM
+// entries (tcp;ofi_rxm).
 func requireTCPRDM(t *testing.T) {
 	t.Helper()
 	h := (*fi.Info)(nil).Clone()
@@ -22,10 +21,7 @@ func requireTCPRDM(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_, err := fi.GetInfo(ctx, "", "", 0, h)
-	if errors.Is(err, fi.ENODATA) {
-		t.Skip("tcp provider has no FI_EP_RDM endpoints yet (issue 5)")
-	}
-	require.NoError(t, err)
+	require.NoError(t, err, "the tcp provider offers FI_EP_RDM entries")
 }
 
 // TestInteropTCPRDM runs the Go tool over gofabric's tcp provider
