@@ -198,9 +198,6 @@ func openRDMPeer(tb testing.TB, sc rdmScenario, server bool, id int) *rdmPeer {
 	ctx, cancel := context.WithTimeout(context.Background(), ioTimeout)
 	defer cancel()
 	infos, err := fi.GetInfo(ctx, "127.0.0.1", "", fi.FlagSource, rdmHints(sc, sc.name == "tagged"))
-	if sc.name == "tagged" && errors.Is(err, fi.ENODATA) {
-		infos, err = fi.GetInfo(ctx, "127.0.0.1", "", fi.FlagSource, rdmHints(sc, false))
-	}
 	require.NoError(tb, err)
 	p.info = infos[0]
 	require.Equal(tb, rdmProvName, p.info.FabricAttr.ProvName)
