@@ -3,11 +3,16 @@
 package verbs
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/gofabric/gofabric/fi"
+	"github.com/gofabric/gofabric/internal/provutil"
 )
 
-// offerReason says what this build found and why it offers nothing yet.
+// offerReason says what this build found when it offers nothing.
 func offerReason() string {
 	devs, err := listDevices()
 	switch {
@@ -26,5 +31,85 @@ func offerReason() string {
 			parts = append(parts, fmt.Sprintf("%s port %d (%s, %s, MTU %d)", d.name, p.num, p.linkLayer, state, p.mtu))
 		}
 	}
-	return "found " + strings.Join(parts, ", ") + "; verbs endpoints are not implemented yet"
+	return "found " + strings.Join(parts, ", ") + "; none has an active port with an IP address rdma_cm binds to"
+}
+
+// GetInfo returns the provider's FI_EP_MSG entries that match node,
+// service, flags and hints (fi_getinfo; vrb_getinfo): msgEntries()
+// filtered by provutil.MatchInfo. An entry left without a source address
+// (hints without one, or node as the destination) keeps its device's,
+// as C's rdma_getaddrinfo picks one. FI_EP_RDM and FI_EP_DGRAM are
+// declined with the reason.
+func (provider) GetInfo(ctx context.Context, node, service string, flags fi.Flags, hints *fi.Info) ([]*fi.Info, error) {
+	if hints != nil && hints.EPAttr != nil {
+		switch hints.EPAttr.Type {
+		case fi.EPTypeUnspec, fi.EPTypeMsg:
+		default:
+			return nil, declined(fmt.Sprintf("ep type %v is not implemented (the verbs provider offers FI_EP_MSG)", hints.EPAttr.Type))
+		}
+	}
+	entries, err := msgEntries()
+	if err != nil || len(entries) == 0 {
+		return nil, declined(offerReason())
+	}
+	var out []*fi.Info
+	nm := &fi.NoMatchError{}
+	for _, e := range entries {
+		if hints != nil && !declaresRxCQData(hints) {
+			e = withoutCQData(e)
+		}
+		got, err := provutil.MatchInfo(ctx, provName, []*fi.Info{e}, node, service, flags, hints)
+		var m *fi.NoMatchError
+		switch {
+		case errors.As(err, &m):
+			for _, r := range m.Reasons {
+				if !containsReason(nm.Reasons, r) {
+					nm.Reasons = append(nm.Reasons, r)
+				}
+			}
+			continue
+		case err != nil:
+			return nil, err
+		}
+		for _, g := range got {
+			if g.SrcAddr == nil {
+				g.SrcAddr = append([]byte(nil), e.SrcAddr...)
+			}
+		}
+		out = append(out, got...)
+	}
+	if len(out) == 0 {
+		return nil, nm
+	}
+	return out, nil
+}
+
+// declaresRxCQData reports whether hints declare FI_RX_CQ_DATA (in the
+// mode or the rx mode) or ask for remote CQ data (cq_data_size). Only then
+// does an entry require the mode and carry CQ data, as in C
+// (vrb_check_rx_attr, vrb_alter_info): an application such as fi_pingpong
+// that declares neither gets entries without either.
+func declaresRxCQData(hints *fi.Info) bool {
+	return hints.Mode&fi.ModeRxCQData != 0 ||
+		hints.RxAttr != nil && hints.RxAttr.Mode&fi.ModeRxCQData != 0 ||
+		hints.DomainAttr != nil && hints.DomainAttr.CQDataSize != 0
+}
+
+// withoutCQData returns a copy of e that neither requires FI_RX_CQ_DATA nor
+// offers remote CQ data.
+func withoutCQData(e *fi.Info) *fi.Info {
+	c := e.Clone()
+	c.Mode &^= fi.ModeRxCQData
+	c.RxAttr.Mode &^= fi.ModeRxCQData
+	c.DomainAttr.CQDataSize = 0
+	return c
+}
+
+func containsReason(rs []fi.ProviderReason, r fi.ProviderReason) bool {
+	for _, x := range rs {
+		if x == r {
+			return true
+		}
+	}
+	return false
 }

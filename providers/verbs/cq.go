@@ -50,8 +50,11 @@ type cq struct {
 
 // newCQ makes a CQ of depth entries, with its completion channel, on
 // id's device (ibv_create_comp_channel, ibv_create_cq).
-func newCQ(id cmIDC, depth int) (*cq, error) {
-	ch, fd, err := createCompChannel(id)
+func newCQ(id cmIDC, depth int) (*cq, error) { return newCQOn(idContext(id), depth) }
+
+// newCQOn is newCQ on device dev.
+func newCQOn(dev ctxC, depth int) (*cq, error) {
+	ch, fd, err := createCompChannelOn(dev)
 	if err != nil {
 		return nil, err
 	}
@@ -67,7 +70,7 @@ func newCQ(id cmIDC, depth int) (*cq, error) {
 		destroyCompChannel(ch)
 		return nil, errors.Wrapf(fi.EIO, "verbs: completion channel: %v", err)
 	}
-	c, cqe, err := createCQ(id, depth, ch)
+	c, cqe, err := createCQOn(dev, depth, ch)
 	if err != nil {
 		_ = f.Close()
 		destroyCompChannel(ch)

@@ -17,20 +17,24 @@
 // NoMatchError tell why there is no verbs entry. A build with the tag on
 // a host without RDMA devices declines likewise, naming what is missing.
 //
-// # State
+// # What it offers
 //
-// This is the provider's first step (issue 8): the registration, the
-// pure-Go fallback, and, with the tag, the discovery of devices and ports
-// and the rdma_cm plumbing the connection management will sit on: an event
-// channel waited on through the netpoller (no OS thread parked in C),
-// events copied out of librdmacm and acknowledged at once, ids with a nil
-// context (C holds no Go pointer), and the connect/accept/reject/
-// disconnect round trips with private data, tested on Soft-RoCE. Then the
-// data-path primitives: buffers mmap'd outside the Go heap and registered
-// (ibv_reg_mr), a CQ with a completion channel waited on through the
-// netpoller and polled without allocating, receives and signaled sends
-// (send, with immediate data, RDMA write and read; inline when they fit)
-// whose wr_ids index a fixed slot table. Endpoints on top of them (fi_cm(3)
-// semantics, MSG endpoints) come next; until then GetInfo offers no
-// entries and says so.
+// FI_EP_MSG endpoints (RC queue pairs) with fi_cm(3) semantics: passive
+// endpoints, connect, accept, reject with consumer data, shutdown, names,
+// and private data within the transport's limit (CMDataSize), over an
+// rdma_cm event channel waited on through the netpoller (no OS thread
+// parked in C; events copied out of librdmacm and acknowledged at once;
+// ids with a nil context, so that C holds no Go pointer). Data: send,
+// receive, inject within the device's inline size, senddata and RMA
+// write with immediate data, RMA read and write under the MR modes C's
+// provider asks for (FI_MR_LOCAL, FI_MR_VIRT_ADDR, FI_MR_ALLOCATED,
+// FI_MR_PROV_KEY). The data-path calls post one work request whose wr_id
+// indexes a fixed slot table (no allocation, a bare fi.EAGAIN when the
+// queue is full); completions come from a verbs CQ polled by the
+// application's reads and, for blocking waits, through its completion
+// channel in the netpoller. When the connection goes, every posted
+// operation completes with an error entry.
+//
+// FI_EP_RDM (rxm over verbs MSG) and FI_EP_DGRAM (UD) are not offered;
+// GetInfo declines them with the reason.
 package verbs

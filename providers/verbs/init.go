@@ -1,9 +1,6 @@
 package verbs
 
 import (
-	"context"
-
-	"github.com/cockroachdb/errors"
 	"github.com/gofabric/gofabric/fi"
 )
 
@@ -26,18 +23,6 @@ func (provider) Name() string { return provName }
 
 // Version returns the C provider's version, 117.0.
 func (provider) Version() fi.Version { return provVersion }
-
-// GetInfo returns the provider's entries (fi_getinfo): none yet. It
-// declines with the reason: how to build the provider, the devices found
-// when built, or that endpoints are not implemented yet.
-func (provider) GetInfo(ctx context.Context, node, service string, flags fi.Flags, hints *fi.Info) ([]*fi.Info, error) {
-	return nil, declined(offerReason())
-}
-
-// OpenFabric opens a fabric (fi_fabric): there is none to open yet.
-func (provider) OpenFabric(attr *fi.FabricAttr) (fi.Fabric, error) {
-	return nil, errors.Wrapf(fi.ENODATA, "verbs: open fabric: %s", offerReason())
-}
 
 // declined is GetInfo's ENODATA with one reason.
 func declined(reason string) error {

@@ -2,6 +2,24 @@
 
 package verbs
 
+import (
+	"context"
+
+	"github.com/cockroachdb/errors"
+	"github.com/gofabric/gofabric/fi"
+)
+
+// GetInfo declines (fi_getinfo): the build has no RDMA support; the
+// reason says how to get it.
+func (provider) GetInfo(ctx context.Context, node, service string, flags fi.Flags, hints *fi.Info) ([]*fi.Info, error) {
+	return nil, declined(offerReason())
+}
+
+// OpenFabric opens a fabric (fi_fabric): there is none in this build.
+func (provider) OpenFabric(attr *fi.FabricAttr) (fi.Fabric, error) {
+	return nil, errors.Wrapf(fi.ENODATA, "verbs: open fabric: %s", offerReason())
+}
+
 // offerReason says why a build without the verbs tag offers nothing.
 func offerReason() string {
 	return "built without RDMA support: rebuild with cgo and the build tag 'verbs' " +

@@ -92,7 +92,7 @@ func (s *slotTable[T]) put(v T) (uint64, error) {
 	i := s.free[len(s.free)-1]
 	s.free = s.free[:len(s.free)-1]
 	sl := &s.slots[i]
-	sl.gen++
+	sl.gen = (sl.gen + 1) & genMask
 	sl.v, sl.used = v, true
 	return uint64(sl.gen)<<32 | uint64(i), nil
 }
@@ -102,7 +102,7 @@ func (s *slotTable[T]) put(v T) (uint64, error) {
 func (s *slotTable[T]) take(wrID uint64) (T, bool) {
 	var zero T
 	i := uint32(wrID)
-	if int(i) >= len(s.slots) || !s.slots[i].used || s.slots[i].gen != uint32(wrID>>32) {
+	if int(i) >= len(s.slots) || !s.slots[i].used || s.slots[i].gen != uint32(wrID>>32)&genMask {
 		return zero, false
 	}
 	sl := &s.slots[i]
@@ -110,6 +110,26 @@ func (s *slotTable[T]) take(wrID uint64) (T, bool) {
 	sl.v, sl.used = zero, false
 	s.free = append(s.free, i)
 	return v, true
+}
+
+// genMask keeps generations to 31 bits, so that bit 63 of a wr_id is
+// free for the caller (data.go marks receives with it).
+const genMask = 1<<31 - 1
+
+// drain frees every slot in use and calls f with its context, in index
+// order.
+func (s *slotTable[T]) drain(f func(T)) {
+	var zero T
+	for i := range s.slots {
+		sl := &s.slots[i]
+		if !sl.used {
+			continue
+		}
+		v := sl.v
+		sl.v, sl.used = zero, false
+		s.free = append(s.free, uint32(i))
+		f(v)
+	}
 }
 
 // inUse is how many slots are taken.

@@ -135,6 +135,87 @@ static int gf_post_send(struct ibv_qp *qp, int opcode, int flags, uint64_t wr_id
 	wr.wr.rdma.rkey = rkey;
 	return ibv_post_send(qp, &wr, &bad);
 }
+// --- endpoints (fabric.go, domain.go, ep.go, data.go) ---
+
+// gf_find_context returns librdmacm's open context of the device named
+// name (rdma_get_devices), the one its ids use, or NULL.
+static struct ibv_context *gf_find_context(const char *name) {
+	int n = 0;
+	struct ibv_context **list = rdma_get_devices(&n);
+	struct ibv_context *found = NULL;
+	if (!list)
+		return NULL;
+	for (int i = 0; i < n; i++) {
+		if (strcmp(ibv_get_device_name(list[i]->device), name) == 0) {
+			found = list[i];
+			break;
+		}
+	}
+	rdma_free_devices(list);
+	return found;
+}
+
+// gf_qp_caps is what rdma_create_qp granted.
+struct gf_qp_caps {
+	uint32_t send_wr, recv_wr, send_sge, recv_sge, inline_data;
+};
+
+// gf_create_qp gives id an RC queue pair on pd completing into cq
+// (rdma_create_qp): 0 or errno; caps in and out.
+static int gf_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_cq *cq, struct gf_qp_caps *caps) {
+	struct ibv_qp_init_attr a;
+	memset(&a, 0, sizeof a);
+	a.send_cq = cq;
+	a.recv_cq = cq;
+	a.qp_type = IBV_QPT_RC;
+	a.cap.max_send_wr = caps->send_wr;
+	a.cap.max_recv_wr = caps->recv_wr;
+	a.cap.max_send_sge = caps->send_sge;
+	a.cap.max_recv_sge = caps->recv_sge;
+	a.cap.max_inline_data = caps->inline_data;
+	if (rdma_create_qp(id, pd, &a))
+		return errno;
+	caps->send_wr = a.cap.max_send_wr;
+	caps->recv_wr = a.cap.max_recv_wr;
+	caps->send_sge = a.cap.max_send_sge;
+	caps->recv_sge = a.cap.max_recv_sge;
+	caps->inline_data = a.cap.max_inline_data;
+	return 0;
+}
+
+// gf_post_recv_sgl posts one receive of n SGEs (ibv_post_recv): 0 or errno.
+static int gf_post_recv_sgl(struct ibv_qp *qp, uint64_t wr_id, struct ibv_sge *sgl, int n) {
+	struct ibv_recv_wr wr = { .wr_id = wr_id, .sg_list = sgl, .num_sge = n }, *bad;
+	return ibv_post_recv(qp, &wr, &bad);
+}
+
+// gf_post_send_sgl posts one signaled work request of n SGEs
+// (ibv_post_send): 0 or errno. imm is in host order.
+static int gf_post_send_sgl(struct ibv_qp *qp, int opcode, int flags, uint64_t wr_id, struct ibv_sge *sgl, int n,
+		uint32_t imm, uint64_t raddr, uint32_t rkey) {
+	struct ibv_send_wr wr = { .wr_id = wr_id, .sg_list = sgl, .num_sge = n,
+		.opcode = opcode, .send_flags = flags | IBV_SEND_SIGNALED }, *bad;
+	wr.imm_data = htobe32(imm);
+	wr.wr.rdma.remote_addr = raddr;
+	wr.wr.rdma.rkey = rkey;
+	return ibv_post_send(qp, &wr, &bad);
+}
+
+// gf_addr copies id's local address (peer: the remote one) into out, 128
+// bytes (rdma_get_local_addr, rdma_get_peer_addr): its length, 0 for none.
+static int gf_addr(struct rdma_cm_id *id, int peer, void *out) {
+	struct sockaddr *sa = peer ? rdma_get_peer_addr(id) : rdma_get_local_addr(id);
+	int len = 0;
+	if (sa->sa_family == AF_INET)
+		len = sizeof(struct sockaddr_in);
+	else if (sa->sa_family == AF_INET6)
+		len = sizeof(struct sockaddr_in6);
+	memcpy(out, sa, len);
+	return len;
+}
+
+// gf_has_verbs says whether id is bound to a device (id->verbs).
+static int gf_has_verbs(struct rdma_cm_id *id) { return id->verbs != NULL; }
 */
 import "C"
 
@@ -498,33 +579,9 @@ func deregMR(m mrC) error {
 	return nil
 }
 
-// createCompChannel makes a completion channel on id's device
-// (ibv_create_comp_channel) with a non-blocking descriptor, returned too.
-func createCompChannel(id cmIDC) (compChannelC, int, error) {
-	ch, errno := C.ibv_create_comp_channel(id.verbs)
-	if ch == nil {
-		return nil, -1, errnoErr("ibv_create_comp_channel", errno.(syscall.Errno))
-	}
-	if rc := C.gf_set_nonblock(ch.fd); rc != 0 {
-		C.ibv_destroy_comp_channel(ch)
-		return nil, -1, errnoErr("fcntl O_NONBLOCK", syscall.Errno(-rc))
-	}
-	return ch, int(ch.fd), nil
-}
-
 // destroyCompChannel frees ch (ibv_destroy_comp_channel); its CQs must
 // be destroyed first.
 func destroyCompChannel(ch compChannelC) { C.ibv_destroy_comp_channel(ch) }
-
-// createCQ makes a CQ of at least depth entries on id's device, whose
-// events go to ch (ibv_create_cq); it returns the entries it got (cqe).
-func createCQ(id cmIDC, depth int, ch compChannelC) (cqC, int, error) {
-	c, errno := C.ibv_create_cq(id.verbs, C.int(depth), nil, ch, 0)
-	if c == nil {
-		return nil, 0, errnoErr("ibv_create_cq", errno.(syscall.Errno))
-	}
-	return c, int(c.cqe), nil
-}
 
 // destroyCQ frees c (ibv_destroy_cq); its events must all be acknowledged.
 func destroyCQ(c cqC) error {
@@ -772,3 +829,145 @@ func rdmaDeviceOf(ap netip.AddrPort) (string, error) {
 	}
 	return C.GoString(C.ibv_get_device_name(id.verbs.device)), nil
 }
+
+// --- endpoints: thin wrappers; the logic is in fabric.go, domain.go,
+// pep.go, ep.go and data.go. ---
+
+// ctxC is an open device (struct ibv_context).
+type ctxC = *C.struct_ibv_context
+
+// sgeC is one scatter/gather element (struct ibv_sge).
+type sgeC = C.struct_ibv_sge
+
+// findContext returns librdmacm's context of device name
+// (rdma_get_devices), the one its ids are bound to.
+func findContext(name string) (ctxC, error) {
+	cs := C.CString(name)
+	defer C.free(unsafe.Pointer(cs))
+	c := C.gf_find_context(cs)
+	if c == nil {
+		return nil, errors.Wrapf(fi.ENODEV, "verbs: rdma_get_devices: no device %q", name)
+	}
+	return c, nil
+}
+
+// allocPD allocates a protection domain on c (ibv_alloc_pd).
+func allocPD(c ctxC) (pdC, error) {
+	pd, errno := C.ibv_alloc_pd(c)
+	if pd == nil {
+		return nil, errnoErr("ibv_alloc_pd", errno.(syscall.Errno))
+	}
+	return pd, nil
+}
+
+// deallocPD frees pd (ibv_dealloc_pd).
+func deallocPD(pd pdC) { C.ibv_dealloc_pd(pd) }
+
+// idContext is the device id is bound to (id->verbs), nil when none.
+func idContext(id cmIDC) ctxC {
+	if C.gf_has_verbs(id) == 0 {
+		return nil
+	}
+	return id.verbs
+}
+
+// qpCaps are a queue pair's capacities (struct ibv_qp_cap).
+type qpCaps struct {
+	sendWR, recvWR, sendSGE, recvSGE, inline int
+}
+
+// createQPOn gives id an RC queue pair on pd whose sends and receives
+// complete into c (rdma_create_qp); it returns the capacities granted.
+func createQPOn(id cmIDC, pd pdC, c cqC, want qpCaps) (qpC, qpCaps, error) {
+	caps := C.struct_gf_qp_caps{send_wr: C.uint32_t(want.sendWR), recv_wr: C.uint32_t(want.recvWR),
+		send_sge: C.uint32_t(want.sendSGE), recv_sge: C.uint32_t(want.recvSGE), inline_data: C.uint32_t(want.inline)}
+	if rc := C.gf_create_qp(id, pd, c, &caps); rc != 0 {
+		return nil, qpCaps{}, errnoErr("rdma_create_qp", syscall.Errno(rc))
+	}
+	return id.qp, qpCaps{sendWR: int(caps.send_wr), recvWR: int(caps.recv_wr), sendSGE: int(caps.send_sge),
+		recvSGE: int(caps.recv_sge), inline: int(caps.inline_data)}, nil
+}
+
+// destroyQPOf frees id's queue pair (rdma_destroy_qp).
+func destroyQPOf(id cmIDC) { C.rdma_destroy_qp(id) }
+
+// newSGEs allocates n SGEs in C memory, for the posts of one endpoint.
+func newSGEs(n int) []sgeC {
+	p := (*sgeC)(C.calloc(C.size_t(n), C.size_t(unsafe.Sizeof(sgeC{}))))
+	return unsafe.Slice(p, n)
+}
+
+// freeSGEs frees what newSGEs allocated.
+func freeSGEs(s []sgeC) { C.free(unsafe.Pointer(&s[0])) }
+
+// setSGE fills one SGE.
+func setSGE(s *sgeC, addr uint64, n, lkey uint32) {
+	s.addr, s.length, s.lkey = C.uint64_t(addr), C.uint32_t(n), C.uint32_t(lkey)
+}
+
+// postRecvSGL posts a receive of the SGEs sgl (ibv_post_recv): 0 or the
+// errno.
+func postRecvSGL(qp qpC, wrID uint64, sgl []sgeC) syscall.Errno {
+	return syscall.Errno(C.gf_post_recv_sgl(qp, C.uint64_t(wrID), &sgl[0], C.int(len(sgl))))
+}
+
+// postSendSGL posts a signaled work request of the SGEs sgl
+// (ibv_post_send): 0 or the errno.
+func postSendSGL(qp qpC, op sendOp, flags int, wrID uint64, sgl []sgeC, imm uint32, raddr uint64, rkey uint32) syscall.Errno {
+	var p *sgeC
+	if len(sgl) > 0 {
+		p = &sgl[0]
+	}
+	return syscall.Errno(C.gf_post_send_sgl(qp, C.int(op), C.int(flags), C.uint64_t(wrID), p, C.int(len(sgl)),
+		C.uint32_t(imm), C.uint64_t(raddr), C.uint32_t(rkey)))
+}
+
+// idAddr returns id's local address, or with peer the remote one, as a
+// sockaddr (rdma_get_local_addr, rdma_get_peer_addr); nil when unset.
+func idAddr(id cmIDC, peer bool) []byte {
+	var buf [128]byte
+	p := C.int(0)
+	if peer {
+		p = 1
+	}
+	n := int(C.gf_addr(id, p, unsafe.Pointer(&buf[0])))
+	if n == 0 {
+		return nil
+	}
+	return append([]byte(nil), buf[:n]...)
+}
+
+// createCompChannelOn makes a completion channel on device c
+// (ibv_create_comp_channel) with a non-blocking descriptor, returned too.
+func createCompChannelOn(c ctxC) (compChannelC, int, error) {
+	ch, errno := C.ibv_create_comp_channel(c)
+	if ch == nil {
+		return nil, -1, errnoErr("ibv_create_comp_channel", errno.(syscall.Errno))
+	}
+	if rc := C.gf_set_nonblock(ch.fd); rc != 0 {
+		C.ibv_destroy_comp_channel(ch)
+		return nil, -1, errnoErr("fcntl O_NONBLOCK", syscall.Errno(-rc))
+	}
+	return ch, int(ch.fd), nil
+}
+
+// createCQOn makes a CQ of at least depth entries on device c, whose
+// events go to ch (ibv_create_cq); it returns the entries it got (cqe).
+func createCQOn(c ctxC, depth int, ch compChannelC) (cqC, int, error) {
+	q, errno := C.ibv_create_cq(c, C.int(depth), nil, ch, 0)
+	if q == nil {
+		return nil, 0, errnoErr("ibv_create_cq", errno.(syscall.Errno))
+	}
+	return q, int(q.cqe), nil
+}
+
+// More work completion statuses (enum ibv_wc_status).
+const (
+	wcLocLenErr      = wcStatus(C.IBV_WC_LOC_LEN_ERR)
+	wcLocProtErr     = wcStatus(C.IBV_WC_LOC_PROT_ERR)
+	wcRemInvReqErr   = wcStatus(C.IBV_WC_REM_INV_REQ_ERR)
+	wcRemOpErr       = wcStatus(C.IBV_WC_REM_OP_ERR)
+	wcRetryExcErr    = wcStatus(C.IBV_WC_RETRY_EXC_ERR)
+	wcRNRRetryExcErr = wcStatus(C.IBV_WC_RNR_RETRY_EXC_ERR)
+	wcLocAccessErr   = wcStatus(C.IBV_WC_LOC_ACCESS_ERR)
+)

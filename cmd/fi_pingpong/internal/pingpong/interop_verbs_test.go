@@ -1,0 +1,59 @@
+//go:build verbs && cgo
+
+package pingpong
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/gofabric/gofabric/fi"
+	_ "github.com/gofabric/gofabric/providers/verbs"
+	"github.com/stretchr/testify/require"
+)
+
+// requireVerbs skips t on a host without an RDMA device (these machines
+// have one only inside the Soft-RoCE VM of ../shared/tools/verbs-vm) and
+// requires gofabric's verbs provider to offer FI_EP_MSG entries there.
+func requireVerbs(t *testing.T) {
+	t.Helper()
+	if _, err := os.Stat("/sys/class/infiniband"); err != nil {
+		t.Skip("this host has no RDMA device (no /sys/class/infiniband); run the verbs tests in the Soft-RoCE VM (README)")
+	}
+	h := (*fi.Info)(nil).Clone()
+	h.EPAttr.Type = fi.EPTypeMsg
+	h.FabricAttr.ProvName = "verbs"
+	h.DomainAttr.MRMode = fi.MRModeLocal | fi.MRModeAllocated | fi.MRModeProvKey | fi.MRModeVirtAddr // the tool's
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := fi.GetInfo(ctx, "", "", 0, h)
+	require.NoError(t, err, "the verbs provider offers FI_EP_MSG entries on this host's device")
+}
+
+// TestInteropVerbsMsg runs the Go tool over gofabric's verbs provider
+// against the C fi_pingpong (-p verbs -e msg), as client and as server,
+// with -c: each side verifies the payloads the other built.
+func TestInteropVerbsMsg(t *testing.T) {
+	requireVerbs(t)
+	tests := []struct {
+		name  string
+		args  []string
+		sizes int
+	}{
+		{"default sizes", []string{"-I", "10", "-c"}, 6},
+		{"all sizes", []string{"-I", "3", "-S", "all", "-c"}, 46},
+	}
+	for _, tt := range tests {
+		for _, goClient := range []bool{true, false} {
+			name := tt.name + map[bool]string{true: "/go client", false: "/go server"}[goClient]
+			t.Run(name, func(t *testing.T) {
+				cargs := append([]string{"-p", "verbs", "-e", "msg"}, tt.args...)
+				o, err := ParseOptions(cargs, &bytes.Buffer{})
+				require.NoError(t, err)
+				runInterop(t, o, cargs, goClient, NewFabricTransport, tt.sizes)
+			})
+		}
+	}
+}

@@ -1,0 +1,227 @@
+//go:build verbs && cgo
+
+package verbs
+
+import (
+	"net/netip"
+	"runtime"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/cockroachdb/errors"
+	"github.com/gofabric/gofabric/eq"
+	"github.com/gofabric/gofabric/fi"
+	"github.com/gofabric/gofabric/internal/provutil"
+)
+
+// domain is an opened verbs domain (struct fid_domain; fi_domain(3);
+// vrb_domain): one RDMA device, through the context librdmacm opened for
+// it (rdma_get_devices), and one protection domain (ibv_alloc_pd) that
+// every memory region and queue pair of the domain shares. Safe for
+// concurrent use.
+type domain struct {
+	// ref counts the CQs, counters, MRs and endpoints opened on the
+	// domain; Close returns EBUSY while any is open.
+	ref    provutil.Ref
+	fabric *fabric
+	info   *fi.Info
+	dev    ctxC
+	pd     pdC
+}
+
+var (
+	_ fi.Domain        = (*domain)(nil)
+	_ eq.CQOpener      = (*domain)(nil)
+	_ eq.CounterOpener = (*domain)(nil)
+	_ fi.MRRegistrar   = (*domain)(nil)
+)
+
+// newDomain opens device info.DomainAttr.Name and allocates the domain's
+// protection domain (rdma_get_devices, ibv_alloc_pd).
+func newDomain(f *fabric, info *fi.Info) (*domain, error) {
+	dev, err := findContext(info.DomainAttr.Name)
+	if err != nil {
+		return nil, errors.Wrap(err, "verbs: open domain")
+	}
+	pd, err := allocPD(dev)
+	if err != nil {
+		return nil, errors.Wrap(err, "verbs: open domain")
+	}
+	return &domain{fabric: f, info: info.Clone(), dev: dev, pd: pd}, nil
+}
+
+// Info returns the Info the domain was opened with.
+func (d *domain) Info() *fi.Info { return d.info }
+
+// Close closes the domain (fi_close; ibv_dealloc_pd). It returns bare
+// fi.EBUSY while objects opened on it are open, and fi.EBADF once closed.
+func (d *domain) Close() error {
+	if err := d.ref.BeginClose(); err != nil {
+		return err
+	}
+	deallocPD(d.pd)
+	d.fabric.ref.Release()
+	return nil
+}
+
+func (d *domain) acquire(op string) error {
+	if err := d.ref.Acquire(); err != nil {
+		return errors.Wrapf(err, "verbs: %s: domain closed", op)
+	}
+	return nil
+}
+
+// OpenCQ opens a completion queue (fi_cq_open): the framework's software
+// CQ. Endpoints bound to it keep a verbs CQ each; reading the queue polls
+// them (ibv_poll_cq), and each endpoint's goroutine, parked on its
+// completion channel, moves completions in as they come (FI_PROGRESS_AUTO).
+func (d *domain) OpenCQ(attr *eq.CQAttr) (eq.CompletionQueue, error) {
+	c, err := provutil.OpenChildCQ(&d.ref, attr, "verbs: open cq")
+	if err != nil {
+		return nil, err
+	}
+	q := &completionQueue{ChildCQ: c}
+	c.SetProgress(q.eps.progress)
+	return q, nil
+}
+
+// OpenCounter opens a counter (fi_cntr_open): the framework's software
+// counter, progressed as OpenCQ's queues are.
+func (d *domain) OpenCounter(attr *eq.CounterAttr) (eq.Counter, error) {
+	c, err := provutil.OpenChildCounter(&d.ref, attr, "verbs: open counter")
+	if err != nil {
+		return nil, err
+	}
+	k := &counter{ChildCounter: c}
+	c.SetProgress(k.eps.progress)
+	return k, nil
+}
+
+// completionQueue is a software CQ fed from its endpoints' verbs CQs.
+type completionQueue struct {
+	*provutil.ChildCQ
+	eps epSet
+}
+
+// counter is a software counter fed as completionQueue is.
+type counter struct {
+	*provutil.ChildCounter
+	eps epSet
+}
+
+// epSet is the endpoints whose completions a queue or counter gets.
+type epSet struct{ provutil.Set[*endpoint] }
+
+// progress polls the endpoints' verbs CQs (ibv_poll_cq).
+func (s *epSet) progress() {
+	for _, e := range s.Load() {
+		e.progress()
+	}
+}
+
+// memRegion is a registered application buffer (struct fid_mr;
+// fi_mr_reg; vrb_mr_reg: ibv_reg_mr on the buffer itself, pinned with a
+// runtime.Pinner until Close, since the device keeps its address). Under the
+// entries' FI_MR_LOCAL its Desc, the *memRegion, gives data-transfer
+// calls its lkey; under FI_MR_PROV_KEY and FI_MR_VIRT_ADDR its Key is
+// the rkey and peers address it by virtual address.
+type memRegion struct {
+	domain *domain
+	buf    []byte
+	m      mrC // nil for an empty buffer
+	pin    runtime.Pinner
+	base   uint64
+	lkey   uint32
+	rkey   uint32
+	closed atomic.Bool
+}
+
+var _ fi.MR = (*memRegion)(nil)
+
+// RegisterMR registers attr.Buf with the domain's protection domain
+// (fi_mr_regattr; ibv_reg_mr). Local write is always granted (receives
+// and read results land there); remote read and write as attr.Access
+// asks.
+func (d *domain) RegisterMR(attr *fi.MRAttr, flags fi.Flags) (fi.MR, error) {
+	if attr == nil {
+		return nil, errors.Wrap(fi.EINVAL, "verbs: register mr: nil attributes")
+	}
+	if flags != 0 {
+		return nil, errors.Wrapf(fi.EBADFLAGS, "verbs: register mr: flags %v", flags)
+	}
+	const valid = fi.AccessRead | fi.AccessWrite | fi.AccessRecv | fi.AccessSend | fi.AccessRemoteRead | fi.AccessRemoteWrite
+	if attr.Access&^valid != 0 {
+		return nil, errors.Wrapf(fi.EINVAL, "verbs: register mr: access %v", attr.Access)
+	}
+	if err := d.acquire("register mr"); err != nil {
+		return nil, err
+	}
+	r := &memRegion{domain: d, buf: attr.Buf}
+	if len(attr.Buf) > 0 {
+		access := accessLocalWrite
+		if attr.Access&fi.AccessRemoteRead != 0 {
+			access |= accessRemoteRead
+		}
+		if attr.Access&fi.AccessRemoteWrite != 0 {
+			access |= accessRemoteWrite
+		}
+		r.pin.Pin(&attr.Buf[0])
+		m, err := regMR(d.pd, unsafe.Pointer(&attr.Buf[0]), len(attr.Buf), access)
+		if err != nil {
+			r.pin.Unpin()
+			d.ref.Release()
+			return nil, errors.Wrap(err, "verbs: register mr")
+		}
+		r.m = m
+		r.base = uint64(uintptr(unsafe.Pointer(&attr.Buf[0])))
+		r.lkey, r.rkey = mrKeys(m)
+	}
+	return r, nil
+}
+
+// Key is the region's rkey (fi_mr_key).
+func (r *memRegion) Key() uint64 { return uint64(r.rkey) }
+
+// Desc is the region itself (fi_mr_desc).
+func (r *memRegion) Desc() any { return r }
+
+// Close deregisters the region (fi_close; ibv_dereg_mr). A second Close
+// returns fi.EBADF.
+func (r *memRegion) Close() error {
+	if r.closed.Swap(true) {
+		return errors.Wrap(fi.EBADF, "verbs: close mr: already closed")
+	}
+	var err error
+	if r.m != nil {
+		err = deregMR(r.m)
+		r.pin.Unpin()
+	}
+	r.domain.ref.Release()
+	return err
+}
+
+// lkeyFor returns the lkey under which the device reads or writes the
+// n bytes at addr, which must lie inside the region.
+func (r *memRegion) lkeyFor(addr uint64, n int) (uint32, bool) {
+	if r == nil || r.m == nil || r.closed.Load() || addr < r.base || addr+uint64(n) > r.base+uint64(len(r.buf)) {
+		return 0, false
+	}
+	return r.lkey, true
+}
+
+// srcFor returns the address an endpoint of the domain binds its id to
+// when its Info has none: the first IP address rdma_cm puts on the
+// domain's device.
+func (d *domain) srcFor(format fi.AddrFormat) (netip.AddrPort, bool) {
+	addrs, err := rdmaAddrs()
+	if err != nil {
+		return netip.AddrPort{}, false
+	}
+	for _, a := range addrs[d.info.DomainAttr.Name] {
+		if format == fi.FormatSockaddrIn6 && !a.Is6() || format == fi.FormatSockaddrIn && !a.Is4() {
+			continue
+		}
+		return netip.AddrPortFrom(a, 0), true
+	}
+	return netip.AddrPort{}, false
+}

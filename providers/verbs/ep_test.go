@@ -1,0 +1,206 @@
+//go:build verbs && cgo
+
+package verbs
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/gofabric/gofabric/ep"
+	"github.com/gofabric/gofabric/eq"
+	"github.com/gofabric/gofabric/fi"
+	"github.com/stretchr/testify/require"
+)
+
+// tside is one connected endpoint of testPair with its objects.
+type tside struct {
+	domain fi.Domain
+	eq     eq.EventQueue
+	cq     eq.CompletionQueue
+	ep     ep.Endpoint
+}
+
+func closeAt(t *testing.T, f fi.Fid) {
+	t.Cleanup(func() {
+		if err := f.Close(); err != nil && !errors.Is(err, fi.EBADF) {
+			t.Errorf("close %T: %v", f, err)
+		}
+	})
+}
+
+// openSide opens a domain, EQ, CQ and endpoint for info and enables it.
+func openSide(t *testing.T, fab fi.Fabric, info *fi.Info) *tside {
+	s := &tside{}
+	var err error
+	s.domain, err = fab.OpenDomain(info)
+	require.NoError(t, err)
+	closeAt(t, s.domain)
+	s.eq, err = eq.OpenEQ(fab, &eq.Attr{})
+	require.NoError(t, err)
+	closeAt(t, s.eq)
+	s.cq, err = eq.OpenCQ(s.domain, &eq.CQAttr{Format: eq.FormatData})
+	require.NoError(t, err)
+	closeAt(t, s.cq)
+	s.ep, err = ep.Open(s.domain, info)
+	require.NoError(t, err)
+	closeAt(t, s.ep)
+	require.NoError(t, s.ep.Bind(s.eq, 0))
+	require.NoError(t, s.ep.Bind(s.cq, fi.FlagSend|fi.FlagRecv))
+	require.NoError(t, s.ep.Enable())
+	return s
+}
+
+// testPair connects a client and a server endpoint through a passive
+// endpoint, over the RDMA device.
+func testPair(t *testing.T) (client, server *tside) {
+	ip := rdmaAddr(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	hints := &fi.Info{Mode: fi.ModeRxCQData, FabricAttr: &fi.FabricAttr{ProvName: provName},
+		EPAttr: &fi.EPAttr{Type: fi.EPTypeMsg}, DomainAttr: &fi.DomainAttr{MRMode: msgMRMode}}
+	infos, err := fi.GetInfo(ctx, ip.String(), "", fi.FlagSource, hints)
+	require.NoError(t, err)
+	lfab, err := fi.OpenFabric(infos[0])
+	require.NoError(t, err)
+	closeAt(t, lfab)
+	leq, err := eq.OpenEQ(lfab, &eq.Attr{})
+	require.NoError(t, err)
+	closeAt(t, leq)
+	pep, err := ep.OpenPassive(lfab, infos[0])
+	require.NoError(t, err)
+	closeAt(t, pep)
+	require.NoError(t, pep.Bind(leq, 0))
+	require.NoError(t, pep.Listen())
+	name := make([]byte, 128)
+	n, err := pep.Name(name)
+	require.NoError(t, err)
+
+	h := hints.Clone()
+	h.AddrFormat, h.DestAddr = infos[0].AddrFormat, name[:n]
+	cinfos, err := fi.GetInfo(ctx, "", "", 0, h)
+	require.NoError(t, err)
+	cfab, err := fi.OpenFabric(cinfos[0])
+	require.NoError(t, err)
+	closeAt(t, cfab)
+	client = openSide(t, cfab, cinfos[0])
+	require.NoError(t, client.ep.(ep.CM).Connect(name[:n], []byte("hi")))
+	ev, err := leq.SRead(ctx)
+	require.NoError(t, err)
+	req := ev.(*eq.ConnReq)
+	require.Equal(t, []byte("hi"), req.Data)
+	server = openSide(t, lfab, req.Info)
+	require.NoError(t, server.ep.(ep.CM).Accept(nil))
+	for _, s := range []*tside{client, server} {
+		ev, err := s.eq.SRead(ctx)
+		require.NoError(t, err)
+		require.IsType(t, &eq.Connected{}, ev)
+	}
+	return client, server
+}
+
+// next waits (SRead, through the completion channel) for s's next entry.
+func (s *tside) next(t *testing.T) (eq.Completion, *eq.CQError) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var buf [1]eq.Completion
+	_, err := s.cq.SRead(ctx, buf[:])
+	if errors.Is(err, fi.EAVAIL) {
+		e, rerr := s.cq.ReadErr()
+		require.NoError(t, rerr)
+		return eq.Completion{}, e
+	}
+	require.NoError(t, err)
+	return buf[0], nil
+}
+
+func register(t *testing.T, s *tside, buf []byte, access fi.Access) fi.MR {
+	mr, err := fi.RegisterMR(s.domain, &fi.MRAttr{Buf: buf, Access: access}, 0)
+	require.NoError(t, err)
+	closeAt(t, mr)
+	return mr
+}
+
+// RMA over FI_EP_MSG endpoints, which the suite skips under
+// FI_MR_VIRT_ADDR: write and read by virtual address and rkey, a write
+// with remote CQ data consuming a posted receive at the target
+// (FI_RX_CQ_DATA), and a write with a wrong key completing as an error
+// entry.
+func TestEndpointRMA(t *testing.T) {
+	c, s := testPair(t)
+	target := make([]byte, 4096)
+	tmr := register(t, s, target, fi.AccessRemoteRead|fi.AccessRemoteWrite)
+	base := uint64(bufAddr(target))
+	r := c.ep.(ep.RMA)
+
+	data := []byte("written by RDMA")
+	dmr := register(t, c, data, fi.AccessWrite)
+	ctx := &struct{ n int }{1}
+	require.NoError(t, r.Write(data, dmr.Desc(), fi.AddrUnspec, base+100, tmr.Key(), ctx))
+	got, e := c.next(t)
+	require.Nil(t, e)
+	require.Same(t, ctx, got.Context)
+	require.Equal(t, fi.FlagRMA|fi.FlagWrite, got.Flags)
+	require.Equal(t, data, target[100:100+len(data)])
+
+	copy(target[1000:], "read me back")
+	lbuf := make([]byte, 12)
+	lmr := register(t, c, lbuf, fi.AccessRead)
+	require.NoError(t, r.Read(lbuf, lmr.Desc(), fi.AddrUnspec, base+1000, tmr.Key(), ctx))
+	got, e = c.next(t)
+	require.Nil(t, e)
+	require.Equal(t, fi.FlagRMA|fi.FlagRead, got.Flags)
+	require.Equal(t, "read me back", string(lbuf))
+
+	rbuf := make([]byte, 8)
+	rmr := register(t, s, rbuf, fi.AccessRecv)
+	rctx := &struct{ n int }{2}
+	require.NoError(t, s.ep.(ep.Msg).Recv(rbuf, rmr.Desc(), fi.AddrUnspec, rctx))
+	require.NoError(t, r.WriteData(data, dmr.Desc(), 0xc0ffee, fi.AddrUnspec, base+200, tmr.Key(), nil))
+	got, e = s.next(t)
+	require.Nil(t, e)
+	require.Same(t, rctx, got.Context)
+	require.Equal(t, fi.FlagRMA|fi.FlagRemoteWrite|fi.FlagRemoteCQData, got.Flags)
+	require.Equal(t, uint64(0xc0ffee), got.Data)
+	require.Equal(t, data, target[200:200+len(data)])
+	_, e = c.next(t)
+	require.Nil(t, e)
+
+	big := make([]byte, 1024) // over the inline size: it needs a desc
+	require.ErrorIs(t, r.Write(big, nil, fi.AddrUnspec, base, tmr.Key(), nil), fi.EINVAL, "no desc under FI_MR_LOCAL")
+	require.NoError(t, r.Write(data, dmr.Desc(), fi.AddrUnspec, base, tmr.Key()+1, ctx))
+	_, e = c.next(t)
+	require.NotNil(t, e, "a write with a wrong key")
+	require.Same(t, ctx, e.Context)
+	require.Equal(t, fi.EACCES, e.Err, "%v", e)
+}
+
+// Posting a receive and a send allocates nothing (the slot tables and the
+// C SGE arrays carry them), and blocking reads of the CQ park on the
+// completion channel.
+func TestEndpointPostAllocs(t *testing.T) {
+	c, s := testPair(t)
+	rbuf, sbuf := make([]byte, 4096), make([]byte, 2048) // sbuf over the inline size
+	rdesc, sdesc := register(t, s, rbuf, fi.AccessRecv).Desc(), register(t, c, sbuf, fi.AccessSend).Desc()
+	cm, sm := c.ep.(ep.Msg), s.ep.(ep.Msg)
+	var ctx any = &struct{ n int }{3}
+	const runs = 50
+	allocs := testing.AllocsPerRun(runs, func() {
+		if err := sm.Recv(rbuf, rdesc, fi.AddrUnspec, ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := cm.Send(sbuf, sdesc, fi.AddrUnspec, ctx); err != nil {
+			t.Fatal(err)
+		}
+	})
+	require.Zero(t, allocs, "allocations per Recv+Send")
+	for range runs + 1 { // AllocsPerRun runs once more to warm up
+		got, e := s.next(t)
+		require.Nil(t, e)
+		require.Equal(t, len(sbuf), got.Len)
+		_, e = c.next(t)
+		require.Nil(t, e)
+	}
+}
