@@ -28,11 +28,10 @@
 //     sides and abrupt close (one eq.Shutdown per endpoint), names and
 //     ETOOSMALL, CM data size limits, backlog, refused connects, the
 //     state errors of ep.ConnState, close ordering.
-//   - msg: data transfer over a connected pair (fi_msg(3), fi_rma(3)):
-//     send and receive in every form, remote CQ data, inject, iovecs,
-//     flags, truncation (ETRUNC), order with many in flight, EAGAIN when
-//     queues fill, 1 MiB messages, selective completion, counters, and
-//     RMA read, write and error cases where the Info offers FI_RMA.
+//   - msg: data transfer over a connected pair (fi_msg(3)): send and
+//     receive in every form, remote CQ data, inject, iovecs, flags,
+//     truncation (ETRUNC), order with many in flight, EAGAIN when queues
+//     fill, 1 MiB messages, selective completion, counters.
 //   - rdm: messages over reliable unconnected endpoints (FI_EP_RDM,
 //     fi_msg(3), fi_av(3)): send, inject and senddata both ways with
 //     FI_AV_MAP and FI_AV_TABLE, FI_SOURCE (the sender's fi.Addr, or
@@ -43,9 +42,14 @@
 //   - tagged: tagged messages over FI_EP_RDM (fi_tagged(3)): tags and
 //     ignore masks, tinject, tsenddata, wildcards, unexpected messages,
 //     same-tag order, FI_DIRECTED_RECV.
-//   - rma: RMA over FI_EP_RDM (fi_rma(3)): write, read and writedata of
-//     8 B to 1 MiB, and refused accesses (wrong key, out of range,
-//     missing FI_REMOTE_READ/FI_REMOTE_WRITE).
+//   - rma/msg: RMA over a connected pair (fi_rma(3)), where the Info
+//     offers FI_RMA: write, read, a read after a write (FI_ORDER_RAW),
+//     writedata, and refused accesses (wrong key, out of range, missing
+//     FI_REMOTE_READ/FI_REMOTE_WRITE) as error entries.
+//   - rma/rdm: RMA over FI_EP_RDM (fi_rma(3)): write, read and writedata
+//     of 8 B to 1 MiB, and the refused accesses. Both address the target
+//     by offset, or by virtual address where the domain's MR mode has
+//     FI_MR_VIRT_ADDR (fi_mr(3)).
 //   - dgram: messages over unreliable datagram endpoints (FI_EP_DGRAM,
 //     fi_msg(3)): send, inject and senddata both ways, FI_SOURCE (the
 //     sender's fi.Addr, or fi.AddrUnspec for a sender not in the AV),
@@ -94,7 +98,7 @@
 // # Two processes
 //
 // The tests of these groups that cross a process boundary (rdm/send-recv,
-// rdm/peer-gone, tagged/tsend-trecv, rma/write-read) run twice: as the
+// rdm/peer-gone, tagged/tsend-trecv, rma/rdm/write-read) run twice: as the
 // subtest "1proc", every endpoint in the test's process, and as "2proc",
 // with the peer in a separate OS process. That one re-executes the test
 // binary with -test.run anchored to the current top-level test and

@@ -587,22 +587,25 @@ func testMsg(t *testing.T, s *suite) {
 		require.Zero(t, p.server.txCntr.Read(), "the server sent nothing")
 		require.Zero(t, p.client.txCntr.ReadErr()+p.server.rxCntr.ReadErr(), "error counts")
 	})
-
-	testRMA(t, s)
 }
 
 // rmaTarget is a connected pair whose server exposes buf as an RMA
 // target.
 type rmaTarget struct {
 	*pair
-	rma ep.RMA // the client's
-	buf []byte
-	key uint64
+	rma  ep.RMA // the client's
+	buf  []byte
+	key  uint64
+	base uint64 // what addresses buf[0] (rmaBase)
 }
+
+// at is the RMA address of offset off in the target buffer.
+func (x *rmaTarget) at(off uint64) uint64 { return x.base + off }
 
 // rmaPair connects a pair and registers a 4 KiB target buffer on the
 // server with access, skipping when the provider lacks FI_RMA. The target
-// holds pattern(4096, 0x5a); RMA addresses are offsets into it.
+// holds pattern(4096, 0x5a); x.at turns offsets into it into RMA
+// addresses.
 func (s *suite) rmaPair(t testing.TB, access fi.Access) *rmaTarget {
 	t.Helper()
 	p := s.pair(t, epOpts{})
@@ -610,9 +613,7 @@ func (s *suite) rmaPair(t testing.TB, access fi.Access) *rmaTarget {
 	if info.Caps&fi.CapRMA == 0 {
 		t.Skipf("provider's Info lacks FI_RMA: %v", info.Caps)
 	}
-	if info.DomainAttr.MRMode&fi.MRModeVirtAddr != 0 {
-		t.Skip("FI_MR_VIRT_ADDR: the suite addresses RMA by offset only")
-	}
+	rmaSkips(t, info)
 	r, ok := p.client.ep.(ep.RMA)
 	if !ok {
 		t.Skipf("provider's endpoint %T has no RMA ability (ep.RMA)", p.client.ep)
@@ -622,6 +623,7 @@ func (s *suite) rmaPair(t testing.TB, access fi.Access) *rmaTarget {
 	skipIfAbsent(t, err, "memory registration")
 	keep(t, mr)
 	x.key = mr.Key()
+	x.base = rmaBase(p.server.info, x.buf)
 	return x
 }
 
@@ -632,8 +634,9 @@ const (
 	targetBytes = 4096
 )
 
-func testRMA(t *testing.T, s *suite) {
-	s.run(t, "rma-write", func(t *testing.T) {
+// testMsgRMA is the rma/msg group: RMA over a connected pair (fi_rma(3)).
+func testMsgRMA(t *testing.T, s *suite) {
+	s.run(t, "write", func(t *testing.T) {
 		x := s.rmaPair(t, remoteRW)
 		before := bytes.Clone(x.buf)
 		// The target may place the data on a progress goroutine of its
@@ -645,7 +648,7 @@ func testRMA(t *testing.T, s *suite) {
 		data := pattern(100, 1)
 		ctx := &opCtx{"write"}
 		m := &ep.RMAMessage{IOV: [][]byte{data}, Desc: []any{x.client.desc(t, data)}, Addr: fi.AddrUnspec,
-			RMAIOV: []ep.RMAIOV{{Addr: 200, Len: len(data), Key: x.key}}, Context: ctx}
+			RMAIOV: []ep.RMAIOV{{Addr: x.at(200), Len: len(data), Key: x.key}}, Context: ctx}
 		x.post(t, s, "writemsg", func() error { return x.rma.WriteMsg(m, fi.FlagDeliveryComplete) })
 		c := x.completion(t, s, x.client)
 		require.Same(t, ctx, c.Context)
@@ -659,33 +662,33 @@ func testRMA(t *testing.T, s *suite) {
 		x.server.requireCQEmpty(t) // a write without CQ data completes only at the initiator
 	})
 
-	s.run(t, "rma-read", func(t *testing.T) {
+	s.run(t, "read", func(t *testing.T) {
 		x := s.rmaPair(t, remoteRW)
 		lbuf, ctx := make([]byte, 300), &opCtx{"read"}
 		ldesc := x.client.desc(t, lbuf)
-		x.post(t, s, "read", func() error { return x.rma.Read(lbuf, ldesc, fi.AddrUnspec, 1000, x.key, ctx) })
+		x.post(t, s, "read", func() error { return x.rma.Read(lbuf, ldesc, fi.AddrUnspec, x.at(1000), x.key, ctx) })
 		c := x.completion(t, s, x.client)
 		require.Same(t, ctx, c.Context)
 		require.Equal(t, readFlags, c.Flags, "read completion's flags: %v", c.Flags)
 		require.Equal(t, x.buf[1000:1300], lbuf)
 	})
 
-	s.run(t, "rma-write-then-read", func(t *testing.T) {
+	s.run(t, "write-then-read", func(t *testing.T) {
 		x := s.rmaPair(t, remoteRW)
 		if x.client.info.TxAttr.MsgOrder&fi.OrderRAW == 0 {
 			t.Skip("provider does not order reads after writes (FI_ORDER_RAW)")
 		}
 		data, lbuf := pattern(64, 2), make([]byte, 64)
 		ddesc, ldesc := x.client.desc(t, data), x.client.desc(t, lbuf)
-		x.post(t, s, "write", func() error { return x.rma.Write(data, ddesc, fi.AddrUnspec, targetBytes-64, x.key, nil) })
-		x.post(t, s, "read", func() error { return x.rma.Read(lbuf, ldesc, fi.AddrUnspec, targetBytes-64, x.key, nil) })
+		x.post(t, s, "write", func() error { return x.rma.Write(data, ddesc, fi.AddrUnspec, x.at(targetBytes-64), x.key, nil) })
+		x.post(t, s, "read", func() error { return x.rma.Read(lbuf, ldesc, fi.AddrUnspec, x.at(targetBytes-64), x.key, nil) })
 		x.completions(t, s, x.client, 2)
-		x.poll(t) // as in rma-write
+		x.poll(t) // as in write
 		require.Equal(t, data, lbuf, "the read sees the write before it")
 		require.Equal(t, data, x.buf[targetBytes-64:])
 	})
 
-	s.run(t, "rma-writedata", func(t *testing.T) {
+	s.run(t, "writedata", func(t *testing.T) {
 		x := s.rmaPair(t, remoteRW)
 		v := cqData(t, x.client, 0xc0ffee)
 		if x.server.info.Mode&fi.ModeRxCQData != 0 {
@@ -694,7 +697,7 @@ func testRMA(t *testing.T, s *suite) {
 		}
 		data, ctx := pattern(32, 3), &opCtx{"writedata"}
 		desc := x.client.desc(t, data)
-		x.post(t, s, "writedata", func() error { return x.rma.WriteData(data, desc, v, fi.AddrUnspec, 64, x.key, ctx) })
+		x.post(t, s, "writedata", func() error { return x.rma.WriteData(data, desc, v, fi.AddrUnspec, x.at(64), x.key, ctx) })
 		rc := x.completion(t, s, x.server)
 		require.Equal(t, fi.FlagRMA|fi.FlagRemoteWrite|fi.FlagRemoteCQData, rc.Flags, "target completion's flags: %v", rc.Flags)
 		require.Equal(t, v, rc.Data, "remote CQ data")
@@ -711,11 +714,11 @@ func testRMA(t *testing.T, s *suite) {
 		addr   uint64
 		badKey bool
 	}{
-		{"rma-bad-key", remoteRW, false, 0, true},
-		{"rma-write-out-of-range", remoteRW, false, targetBytes - 10, false},
-		{"rma-read-out-of-range", remoteRW, true, targetBytes - 10, false},
-		{"rma-write-no-access", fi.AccessRemoteRead, false, 0, false},
-		{"rma-read-no-access", fi.AccessRemoteWrite, true, 0, false},
+		{"bad-key", remoteRW, false, 0, true},
+		{"write-out-of-range", remoteRW, false, targetBytes - 10, false},
+		{"read-out-of-range", remoteRW, true, targetBytes - 10, false},
+		{"write-no-access", fi.AccessRemoteRead, false, 0, false},
+		{"read-no-access", fi.AccessRemoteWrite, true, 0, false},
 	} {
 		s.run(t, tc.name, func(t *testing.T) {
 			x := s.rmaPair(t, tc.access)
@@ -728,9 +731,9 @@ func testRMA(t *testing.T, s *suite) {
 			ldesc := x.client.desc(t, lbuf)
 			x.post(t, s, tc.name, func() error {
 				if tc.read {
-					return x.rma.Read(lbuf, ldesc, fi.AddrUnspec, tc.addr, key, ctx)
+					return x.rma.Read(lbuf, ldesc, fi.AddrUnspec, x.at(tc.addr), key, ctx)
 				}
-				return x.rma.Write(lbuf, ldesc, fi.AddrUnspec, tc.addr, key, ctx)
+				return x.rma.Write(lbuf, ldesc, fi.AddrUnspec, x.at(tc.addr), key, ctx)
 			})
 			e := x.cqError(t, s, x.client)
 			require.NotZero(t, e.Err, "error entry without a code")

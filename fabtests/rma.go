@@ -3,6 +3,7 @@ package fabtests
 import (
 	"bytes"
 	"testing"
+	"unsafe"
 
 	"github.com/gofabric/gofabric/ep"
 	"github.com/gofabric/gofabric/fi"
@@ -15,8 +16,8 @@ import (
 const rdmTargetPad = 4096
 
 // rdmTarget is an initiator and a target RDM endpoint; the target exposes
-// buf, which holds pattern(len(buf), 0x5a), under key. RMA addresses are
-// offsets into buf.
+// buf, which holds pattern(len(buf), 0x5a), under key. x.at turns offsets
+// into buf into RMA addresses.
 type rdmTarget struct {
 	*mesh
 	init, target *rdmPeer
@@ -24,15 +25,26 @@ type rdmTarget struct {
 	dest         fi.Addr
 	buf          []byte
 	key          uint64
+	base         uint64 // what addresses buf[0] (rmaBase)
+}
+
+// at is the RMA address of offset off in the target buffer.
+func (x *rdmTarget) at(off uint64) uint64 { return x.base + off }
+
+// rmaBase is the RMA address of buf[0] at a target whose domain has info's
+// MR mode: its virtual address under FI_MR_VIRT_ADDR, 0 otherwise (the
+// address is then an offset into the region; fi_mr(3)).
+func rmaBase(info *fi.Info, buf []byte) uint64 {
+	if info.DomainAttr.MRMode&(fi.MRModeVirtAddr|fi.MRModeBasic) == 0 {
+		return 0
+	}
+	return uint64(uintptr(unsafe.Pointer(unsafe.SliceData(buf))))
 }
 
 // rmaSkips skips when info's domain needs what the suite's RMA tests do
-// not do: virtual addresses or MRs bound to endpoints.
+// not do: MRs bound to endpoints.
 func rmaSkips(t testing.TB, info *fi.Info) {
 	t.Helper()
-	if info.DomainAttr.MRMode&fi.MRModeVirtAddr != 0 {
-		t.Skip("FI_MR_VIRT_ADDR: the suite addresses RMA by offset only")
-	}
 	if info.DomainAttr.MRMode&fi.MRModeEndpoint != 0 {
 		t.Skip("FI_MR_ENDPOINT: fi.MR has no way to bind a region to an endpoint")
 	}
@@ -68,6 +80,7 @@ func (s *suite) rdmRMAPair(t testing.TB, caps fi.Caps, access fi.Access, size in
 	x.rma = rmaOf(t, x.init)
 	x.buf = pattern(size+2*rdmTargetPad, 0x5a)
 	x.key = expose(t, x.target, x.buf, access)
+	x.base = rmaBase(x.target.info, x.buf)
 	return x
 }
 
@@ -77,7 +90,7 @@ func (x *rdmTarget) write(t testing.TB, data []byte, off uint64, name string) {
 	t.Helper()
 	ctx := &opCtx{name}
 	m := &ep.RMAMessage{IOV: [][]byte{data}, Desc: []any{x.init.desc(t, data)}, Addr: x.dest,
-		RMAIOV: []ep.RMAIOV{{Addr: off, Len: len(data), Key: x.key}}, Context: ctx}
+		RMAIOV: []ep.RMAIOV{{Addr: x.at(off), Len: len(data), Key: x.key}}, Context: ctx}
 	// The target may place the data on a progress goroutine of its own,
 	// ordered with the test's reads of the buffer only through the
 	// network, which the race detector cannot see: polling the target
@@ -100,7 +113,7 @@ func (x *rdmTarget) read(t testing.TB, n int, off uint64, name string) []byte {
 	t.Helper()
 	lbuf, ctx := make([]byte, n), &opCtx{name}
 	ldesc := x.init.desc(t, lbuf)
-	x.post(t, name, func() error { return x.rma.Read(lbuf, ldesc, x.dest, off, x.key, ctx) })
+	x.post(t, name, func() error { return x.rma.Read(lbuf, ldesc, x.dest, x.at(off), x.key, ctx) })
 	c := x.completion(t, x.init)
 	require.Same(t, ctx, c.c.Context)
 	require.Equal(t, readFlags, c.c.Flags, "read completion's flags: %v", c.c.Flags)
@@ -110,7 +123,7 @@ func (x *rdmTarget) read(t testing.TB, n int, off uint64, name string) []byte {
 // rmaSizes are the RMA sizes of the group, 8 B to 1 MiB.
 var rmaSizes = []int{8, 64, 4 << 10, 64 << 10, 1 << 20}
 
-// testRDMRMA is the rma group (fi_rma(3)) over RDM endpoints.
+// testRDMRMA is the rma/rdm group: RMA over RDM endpoints (fi_rma(3)).
 func testRDMRMA(t *testing.T, s *suite) {
 	s.run(t, "write", func(t *testing.T) {
 		x := s.rdmRMAPair(t, 0, remoteRW, 1<<20)
@@ -153,7 +166,7 @@ func testRDMRMA(t *testing.T, s *suite) {
 		}
 		data, ctx := pattern(32, 3), &opCtx{"writedata"}
 		desc := x.init.desc(t, data)
-		x.post(t, "writedata", func() error { return x.rma.WriteData(data, desc, v, x.dest, 64, x.key, ctx) })
+		x.post(t, "writedata", func() error { return x.rma.WriteData(data, desc, v, x.dest, x.at(64), x.key, ctx) })
 		rc := x.completion(t, x.target)
 		require.Equal(t, fi.FlagRMA|fi.FlagRemoteWrite|fi.FlagRemoteCQData, rc.c.Flags, "target completion's flags: %v", rc.c.Flags)
 		require.Equal(t, v, rc.c.Data, "remote CQ data")
@@ -191,9 +204,9 @@ func testRDMRMA(t *testing.T, s *suite) {
 			ldesc := x.init.desc(t, lbuf)
 			x.post(t, tc.name, func() error {
 				if tc.read {
-					return x.rma.Read(lbuf, ldesc, x.dest, tc.addr, key, ctx)
+					return x.rma.Read(lbuf, ldesc, x.dest, x.at(tc.addr), key, ctx)
 				}
-				return x.rma.Write(lbuf, ldesc, x.dest, tc.addr, key, ctx)
+				return x.rma.Write(lbuf, ldesc, x.dest, x.at(tc.addr), key, ctx)
 			})
 			e := x.cqError(t, x.init)
 			require.Same(t, ctx, e.Context)
@@ -223,6 +236,7 @@ func testRDMRMA(t *testing.T, s *suite) {
 		l := s.spawn(t, m.poll)
 		x.dest = exchangeNames(t, l, x.init)
 		x.key = l.recvU64(t, "key")
+		x.base = l.recvU64(t, "base")
 		size := min(256<<10, x.init.info.EPAttr.MaxMsgSize)
 		want := pattern(size+2*rdmTargetPad, 0x5a)
 		require.Equal(t, want[:100], x.read(t, 100, 0, "read untouched"), "the target's initial bytes")
@@ -242,6 +256,7 @@ func testRDMRMA(t *testing.T, s *suite) {
 		want := bytes.Clone(buf)
 		copy(want[rdmTargetPad:], pattern(size, 0x21))
 		l.sendU64(t, "key", expose(t, x, buf, remoteRW))
+		l.sendU64(t, "base", rmaBase(x.info, buf))
 		l.recv(t, "written")
 		require.True(t, bytes.Equal(want, buf), "target memory after the parent's write")
 	})

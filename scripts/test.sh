@@ -21,11 +21,14 @@ step "go vet ./..."
 go vet ./...
 
 step "staticcheck ./..."
-if command -v staticcheck >/dev/null 2>&1; then
-	staticcheck ./...
-else
-	go run "honnef.co/go/tools/cmd/staticcheck@${STATICCHECK_VERSION}" ./...
-fi
+staticcheck() {
+	if command -v staticcheck >/dev/null 2>&1; then
+		command staticcheck "$@"
+	else
+		go run "honnef.co/go/tools/cmd/staticcheck@${STATICCHECK_VERSION}" "$@"
+	fi
+}
+staticcheck ./...
 
 step "CGO_ENABLED=0 go build ./..."
 CGO_ENABLED=0 go build ./...
@@ -42,10 +45,16 @@ if [ ! -f /usr/include/infiniband/verbs.h ] || [ ! -f /usr/include/rdma/rdma_cma
 	[ -z "${CI:-}" ] || { echo "CI: libibverbs-dev and librdmacm-dev are missing"; exit 1; }
 	echo "skipped: libibverbs-dev/librdmacm-dev not installed"
 else
-	go vet -tags verbs ./providers/verbs/
+	verbs_pkgs=(./providers/verbs/... ./cmd/fi_pingpong/...)
+	go vet -tags verbs "${verbs_pkgs[@]}"
+	staticcheck -tags verbs "${verbs_pkgs[@]}"
 	if [ -x "$vm" ] && command -v qemu-system-x86_64 >/dev/null 2>&1 && command -v mmdebstrap >/dev/null 2>&1; then
 		export VERBS_VM_DIR=${VERBS_VM_DIR:-$PWD/.vm-cache}
-		go test -race -tags verbs -count=1 -exec "$(cd "$(dirname "$vm")" && pwd)/$(basename "$vm")" ./providers/verbs/...
+		vmexec="$(cd "$(dirname "$vm")" && pwd)/$(basename "$vm")"
+		# The provider's tests (fabtests cm, msg, rma included), then Go
+		# and C fi_pingpong -p verbs -e msg against each other in the guest.
+		go test -race -tags verbs -count=1 -exec "$vmexec" ./providers/verbs/...
+		go test -race -tags verbs -count=1 -run Verbs -exec "$vmexec" ./cmd/fi_pingpong/internal/pingpong/
 	elif [ -n "${CI:-}" ]; then
 		echo "CI: the Soft-RoCE VM is not available ($vm setup installs it)"; exit 1
 	else

@@ -37,17 +37,17 @@ var faults = map[string]struct {
 	"mr_key":         {"shm", hook.Faults{MRKeyZero: true}, []string{"unit/mr"}, "unit/mr/register", false},
 	"drop_shutdown":  {"tcp", hook.Faults{DropShutdown: true}, []string{"cm"}, "cm/shutdown-client", false},
 	"truncate_cm":    {"tcp", hook.Faults{TruncateCMData: 4}, []string{"cm"}, "cm/private-data", false},
-	"hide_rma_tcp":   {"tcp", hook.Faults{HideRMAErrors: true}, []string{"msg"}, "msg/rma-bad-key", false},
+	"hide_rma_tcp":   {"tcp", hook.Faults{HideRMAErrors: true}, []string{"rma/msg"}, "rma/msg/bad-key", false},
 	"source":         {"shm", hook.Faults{SourceUnknown: true}, []string{"rdm"}, "rdm/send-recv", false},
 	"tag":            {"shm", hook.Faults{TagWrong: true}, []string{"tagged"}, "tagged/tsend-trecv", false},
-	"hide_rma_shm":   {"shm", hook.Faults{HideRMAErrors: true}, []string{"rma"}, "rma/bad-key", false},
+	"hide_rma_shm":   {"shm", hook.Faults{HideRMAErrors: true}, []string{"rma"}, "rma/rdm/bad-key", false},
 	"close_twice":    {"shm", hook.Faults{CloseTwiceOK: true}, []string{"close"}, "close/busy-then-ebadf", false},
 	"lossy":          {"shm", hook.Faults{Seed: 1, Drop: 0.2}, []string{"concurrency"}, "concurrency/many-senders", false},
 	"iov_limit":      {"shm", hook.Faults{IOVLimitIgnored: true}, []string{"badinput"}, "badinput/too-many-segments", false},
 	"lossy_udp":      {"udp", hook.Faults{Seed: 1, Drop: 0.5}, []string{"dgram"}, "dgram/send-recv", false},
 	"no_join_event":  {"udp", hook.Faults{DropJoinComplete: true}, []string{"multicast"}, "multicast/join", false},
 	"corrupt":        {"tcp", hook.Faults{Seed: 1, Corrupt: 0.3, CorruptUnchecked: true}, []string{"faults"}, "faults/every-op-ends", true},
-	"pass_tcp_check": {"tcp", hook.Faults{}, []string{"cm", "msg"}, "", false},
+	"pass_tcp_check": {"tcp", hook.Faults{}, []string{"cm", "msg", "rma/msg"}, "", false},
 }
 
 var registerOnce sync.Once
@@ -68,7 +68,7 @@ func register(t testing.TB) {
 func TestPassThroughTCP(t *testing.T) {
 	register(t)
 	t.Setenv("FI_TCP_IFACE", "lo")
-	fabtests.Run(t, fabtests.Config{Provider: "tcp;hook_pass_tcp_check", Groups: []string{"cm", "msg"}})
+	fabtests.Run(t, fabtests.Config{Provider: "tcp;hook_pass_tcp_check", Groups: []string{"cm", "msg", "rma/msg"}})
 }
 
 func TestPassThroughSHM(t *testing.T) {

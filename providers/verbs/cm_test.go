@@ -4,7 +4,6 @@ package verbs
 
 import (
 	"context"
-	"net"
 	"net/netip"
 	"testing"
 	"time"
@@ -12,29 +11,25 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// rdmaAddr returns the IPv4 address of the host's RDMA netdev (in the
-// Soft-RoCE VM, eth0's), skipping the test on a host without an RDMA
-// device.
+// rdmaAddr returns the first IPv4 address rdma_cm puts on an RDMA device
+// (in the Soft-RoCE VM, eth0's, on rxe0), skipping the test on a host
+// without an RDMA device.
 func rdmaAddr(t *testing.T) netip.Addr {
 	t.Helper()
 	devs, err := listDevices()
 	if err != nil || len(devs) == 0 {
 		t.Skipf("this host has no RDMA device (%v); run the tests in the Soft-RoCE VM (README)", err)
 	}
-	ifs, err := net.Interfaces()
+	byDev, err := rdmaAddrs()
 	require.NoError(t, err)
-	for _, i := range ifs {
-		if i.Flags&net.FlagUp == 0 || i.Flags&net.FlagLoopback != 0 {
-			continue
-		}
-		addrs, _ := i.Addrs()
-		for _, a := range addrs {
-			if p, err := netip.ParsePrefix(a.String()); err == nil && p.Addr().Is4() {
-				return p.Addr()
+	for _, d := range devs {
+		for _, a := range byDev[d.name] {
+			if a.Is4() {
+				return a
 			}
 		}
 	}
-	t.Skip("no IPv4 address on a non-loopback interface to reach the RDMA device by")
+	t.Skipf("no IPv4 address on the netdev of an RDMA device (%d devices) for rdma_cm to reach it by", len(devs))
 	return netip.Addr{}
 }
 

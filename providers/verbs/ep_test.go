@@ -204,3 +204,75 @@ func TestEndpointPostAllocs(t *testing.T) {
 		require.Nil(t, e)
 	}
 }
+
+// When the peer closes its endpoint (rdma_disconnect, then its id and
+// queue pair destroyed), every operation posted here completes once, as
+// an error entry with its own context, and the endpoint reports one
+// eq.Shutdown: receives waiting for data, sends stuck in RNR retry (the
+// peer posted no receive) and RMA reads queued behind them. Nothing
+// hangs: the CQ reads return, and Close returns.
+func TestEndpointPeerDestroy(t *testing.T) {
+	c, s := testPair(t)
+	target := make([]byte, 4096)
+	tmr := register(t, s, target, fi.AccessRemoteRead)
+	base := uint64(bufAddr(target))
+	m, r := c.ep.(ep.Msg), c.ep.(ep.RMA)
+	buf := make([]byte, 1<<20)
+	desc := register(t, c, buf, fi.AccessSend|fi.AccessRecv|fi.AccessRead).Desc()
+	type op struct{ kind, i int }
+	posted := map[any]bool{}
+	post := func(kind int, f func(ctx any) error) int {
+		n := 0
+		for ; ; n++ {
+			ctx := &op{kind, n}
+			err := f(ctx)
+			if err != nil {
+				require.Equal(t, fi.EAGAIN, err, "a full queue answers a bare fi.EAGAIN")
+				return n
+			}
+			posted[ctx] = true
+		}
+	}
+	nr := post(0, func(ctx any) error { return m.Recv(buf[:4096], desc, fi.AddrUnspec, ctx) })
+	ns := post(1, func(ctx any) error { return m.Send(buf[4096:8192], desc, fi.AddrUnspec, ctx) })
+	t.Logf("posted %d receives and %d sends before fi.EAGAIN", nr, ns)
+	require.Positive(t, nr)
+	require.Positive(t, ns)
+	// The send queue is full: read completions would make room, so
+	// check instead that nothing has completed (the peer posted no
+	// receive: the sends wait in RNR retry).
+	var none [1]eq.Completion
+	n, err := c.cq.Read(none[:])
+	require.ErrorIs(t, err, fi.EAGAIN, "nothing completes while the peer has no receive (%d read)", n)
+	require.ErrorIs(t, r.Read(buf[8192:8200], desc, fi.AddrUnspec, base, tmr.Key(), nil), fi.EAGAIN, "a read behind the full send queue")
+
+	require.NoError(t, s.ep.Close(), "the peer closes its endpoint")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ev, err := c.eq.SRead(ctx)
+	require.NoError(t, err)
+	sd, ok := ev.(*eq.Shutdown)
+	require.True(t, ok, "event %T after the peer closed", ev)
+	require.Same(t, c.ep, sd.Fid)
+
+	seen := map[any]bool{}
+	for len(seen) < len(posted) {
+		got, e := c.next(t)
+		require.NotNil(t, e, "a success entry (%+v) after the peer closed", got)
+		require.True(t, posted[e.Context], "error entry for an operation never posted: %v", e.Context)
+		require.False(t, seen[e.Context], "second entry for %v", e.Context)
+		require.NotEqual(t, fi.Errno(0), e.Err)
+		seen[e.Context] = true
+	}
+	n, err = c.cq.Read(none[:])
+	require.ErrorIs(t, err, fi.EAGAIN, "nothing more after every posted operation completed (%d read)", n)
+	require.ErrorIs(t, m.Send(buf[:8], desc, fi.AddrUnspec, nil), fi.ESHUTDOWN, "a send after the Shutdown")
+	done := make(chan error, 1)
+	go func() { done <- c.ep.Close() }()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close hangs after the peer went")
+	}
+}
