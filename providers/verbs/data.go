@@ -184,13 +184,24 @@ func (d *dataPath) close(e *endpoint) {
 	d.vcq = nil
 }
 
-// auto is the endpoint's progress goroutine (FI_PROGRESS_AUTO): it arms
-// the CQ (ibv_req_notify_cq), polls it, and parks in the netpoller on the
-// completion channel until the next completion or ctx's end.
+// auto is the endpoint's waiting goroutine. Completions reach the bound
+// queues and counters when the application reads them (their progress
+// hook polls the verbs CQ, busy polling that costs no system call); only
+// while a blocking read waits (SRead, Wait: epSet.wait kicks) does this
+// goroutine arm the CQ (ibv_req_notify_cq), poll once more for what came
+// before the arming, and park in the netpoller on the completion channel
+// until the next completion or ctx's end. Arming on every completion
+// instead would cost a channel event, its wake-up and two system calls
+// per message.
 func (e *endpoint) auto(ctx context.Context) {
 	defer e.autoWG.Done()
 	c := e.dp.vcq
 	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-e.kick:
+		}
 		e.progress()
 		if err := reqNotifyCQ(c.cq); err != nil {
 			return
@@ -199,6 +210,15 @@ func (e *endpoint) auto(ctx context.Context) {
 		if err := c.nextEvent(ctx); err != nil {
 			return
 		}
+		e.progress()
+	}
+}
+
+// wake makes auto wait for the endpoint's next completion.
+func (e *endpoint) wake() {
+	select {
+	case e.kick <- struct{}{}:
+	default:
 	}
 }
 

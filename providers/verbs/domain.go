@@ -3,6 +3,7 @@
 package verbs
 
 import (
+	"context"
 	"net/netip"
 	"runtime"
 	"sync/atomic"
@@ -73,8 +74,10 @@ func (d *domain) acquire(op string) error {
 
 // OpenCQ opens a completion queue (fi_cq_open): the framework's software
 // CQ. Endpoints bound to it keep a verbs CQ each; reading the queue polls
-// them (ibv_poll_cq), and each endpoint's goroutine, parked on its
-// completion channel, moves completions in as they come (FI_PROGRESS_AUTO).
+// them (ibv_poll_cq), and a blocking read has each endpoint's goroutine
+// wait on its completion channel (epSet.wait). The device moves the data
+// on its own (FI_PROGRESS_AUTO); completions wait in the verbs CQ until
+// read, as in C's provider.
 func (d *domain) OpenCQ(attr *eq.CQAttr) (eq.CompletionQueue, error) {
 	c, err := provutil.OpenChildCQ(&d.ref, attr, "verbs: open cq")
 	if err != nil {
@@ -82,6 +85,7 @@ func (d *domain) OpenCQ(attr *eq.CQAttr) (eq.CompletionQueue, error) {
 	}
 	q := &completionQueue{ChildCQ: c}
 	c.SetProgress(q.eps.progress)
+	c.SetWaiter(q.eps.wait)
 	return q, nil
 }
 
@@ -94,6 +98,7 @@ func (d *domain) OpenCounter(attr *eq.CounterAttr) (eq.Counter, error) {
 	}
 	k := &counter{ChildCounter: c}
 	c.SetProgress(k.eps.progress)
+	c.SetWaiter(k.eps.wait)
 	return k, nil
 }
 
@@ -117,6 +122,17 @@ func (s *epSet) progress() {
 	for _, e := range s.Load() {
 		e.progress()
 	}
+}
+
+// wait is the queue's wait hook (provutil.WaitFunc): it has every
+// endpoint's goroutine wait for its next completion, which it moves into
+// the queue, waking the caller, and returns when ctx ends.
+func (s *epSet) wait(ctx context.Context) error {
+	for _, e := range s.Load() {
+		e.wake()
+	}
+	<-ctx.Done()
+	return nil
 }
 
 // memRegion is a registered application buffer (struct fid_mr;

@@ -56,6 +56,7 @@ type endpoint struct {
 
 	completions
 	stop   context.CancelFunc
+	kick   chan struct{} // auto's wake-ups (wake), buffered 1
 	autoWG sync.WaitGroup
 }
 
@@ -90,7 +91,7 @@ func (d *domain) OpenEndpoint(info *fi.Info) (ep.Endpoint, error) {
 	if err := d.acquire("open endpoint"); err != nil {
 		return nil, err
 	}
-	e := &endpoint{domain: d, info: info.Clone(), cm: d.fabric.cm}
+	e := &endpoint{domain: d, info: info.Clone(), cm: d.fabric.cm, kick: make(chan struct{}, 1)}
 	if e.info.EPAttr == nil {
 		e.info.EPAttr = &fi.EPAttr{}
 	}
