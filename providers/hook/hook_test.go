@@ -40,7 +40,7 @@ var faults = map[string]struct {
 	"hide_rma_tcp":   {"tcp", hook.Faults{HideRMAErrors: true}, []string{"rma/msg"}, "rma/msg/bad-key", false},
 	"source":         {"shm", hook.Faults{SourceUnknown: true}, []string{"rdm"}, "rdm/send-recv", false},
 	"tag":            {"shm", hook.Faults{TagWrong: true}, []string{"tagged"}, "tagged/tsend-trecv", false},
-	"hide_rma_shm":   {"shm", hook.Faults{HideRMAErrors: true}, []string{"rma"}, "rma/rdm/bad-key", false},
+	"hide_rma_shm":   {"shm", hook.Faults{HideRMAErrors: true}, []string{"rma/rdm"}, "rma/rdm/bad-key", false},
 	"close_twice":    {"shm", hook.Faults{CloseTwiceOK: true}, []string{"close"}, "close/busy-then-ebadf", false},
 	"lossy":          {"shm", hook.Faults{Seed: 1, Drop: 0.2}, []string{"concurrency"}, "concurrency/many-senders", false},
 	"iov_limit":      {"shm", hook.Faults{IOVLimitIgnored: true}, []string{"badinput"}, "badinput/too-many-segments", false},
@@ -73,7 +73,7 @@ func TestPassThroughTCP(t *testing.T) {
 
 func TestPassThroughSHM(t *testing.T) {
 	register(t)
-	fabtests.Run(t, fabtests.Config{Provider: "shm;hook_none", Groups: []string{"rdm", "tagged", "rma"}})
+	fabtests.Run(t, fabtests.Config{Provider: "shm;hook_none", Groups: []string{"rdm", "tagged", "rma/rdm"}})
 }
 
 // faultEnv names the fault TestBrokenSuite runs the suite against.

@@ -24,5 +24,5 @@ func TestConformance(t *testing.T) {
 // the bounce chunks and RMA in inline pieces.
 func TestConformanceNoCMA(t *testing.T) {
 	t.Setenv("FI_SHM_DISABLE_CMA", "1")
-	fabtests.Run(t, fabtests.Config{Provider: "shm", Groups: []string{"rdm", "tagged", "rma"}})
+	fabtests.Run(t, fabtests.Config{Provider: "shm", Groups: []string{"rdm", "tagged", "rma/rdm"}})
 }

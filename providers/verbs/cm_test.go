@@ -14,7 +14,7 @@ import (
 // rdmaAddr returns the first IPv4 address rdma_cm puts on an RDMA device
 // (in the Soft-RoCE VM, eth0's, on rxe0), skipping the test on a host
 // without an RDMA device.
-func rdmaAddr(t *testing.T) netip.Addr {
+func rdmaAddr(t testing.TB) netip.Addr {
 	t.Helper()
 	devs, err := listDevices()
 	if err != nil || len(devs) == 0 {

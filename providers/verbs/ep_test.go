@@ -5,6 +5,7 @@ package verbs
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -22,7 +23,7 @@ type tside struct {
 	ep     ep.Endpoint
 }
 
-func closeAt(t *testing.T, f fi.Fid) {
+func closeAt(t testing.TB, f fi.Fid) {
 	t.Cleanup(func() {
 		if err := f.Close(); err != nil && !errors.Is(err, fi.EBADF) {
 			t.Errorf("close %T: %v", f, err)
@@ -31,7 +32,7 @@ func closeAt(t *testing.T, f fi.Fid) {
 }
 
 // openSide opens a domain, EQ, CQ and endpoint for info and enables it.
-func openSide(t *testing.T, fab fi.Fabric, info *fi.Info) *tside {
+func openSide(t testing.TB, fab fi.Fabric, info *fi.Info) *tside {
 	s := &tside{}
 	var err error
 	s.domain, err = fab.OpenDomain(info)
@@ -54,7 +55,7 @@ func openSide(t *testing.T, fab fi.Fabric, info *fi.Info) *tside {
 
 // testPair connects a client and a server endpoint through a passive
 // endpoint, over the RDMA device.
-func testPair(t *testing.T) (client, server *tside) {
+func testPair(t testing.TB) (client, server *tside) {
 	ip := rdmaAddr(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	t.Cleanup(cancel)
@@ -116,7 +117,7 @@ func (s *tside) next(t *testing.T) (eq.Completion, *eq.CQError) {
 	return buf[0], nil
 }
 
-func register(t *testing.T, s *tside, buf []byte, access fi.Access) fi.MR {
+func register(t testing.TB, s *tside, buf []byte, access fi.Access) fi.MR {
 	mr, err := fi.RegisterMR(s.domain, &fi.MRAttr{Buf: buf, Access: access}, 0)
 	require.NoError(t, err)
 	closeAt(t, mr)
@@ -274,5 +275,54 @@ func TestEndpointPeerDestroy(t *testing.T) {
 		require.NoError(t, err)
 	case <-time.After(10 * time.Second):
 		t.Fatal("Close hangs after the peer went")
+	}
+}
+
+// BenchmarkPingPong bounces a message between two connected endpoints of
+// one process, busy polling their CQs as fi_pingpong does: one op is a
+// round trip (send, receive, repost, send back, receive, repost).
+func BenchmarkPingPong(b *testing.B) {
+	for _, n := range []int{64, 4096, 1 << 20} {
+		b.Run(fmt.Sprintf("%dB", n), func(b *testing.B) {
+			c, s := testPair(b)
+			cbuf, sbuf := make([]byte, n), make([]byte, n)
+			access := fi.AccessSend | fi.AccessRecv
+			cdesc, sdesc := register(b, c, cbuf, access).Desc(), register(b, s, sbuf, access).Desc()
+			cm, sm := c.ep.(ep.Msg), s.ep.(ep.Msg)
+			var comp [4]eq.Completion
+			// recv polls q until a receive completes, taking the send
+			// completions on the way.
+			recv := func(q eq.CompletionQueue) {
+				for {
+					k, err := q.Read(comp[:])
+					if err != nil && err != fi.EAGAIN {
+						b.Fatal(err)
+					}
+					for _, x := range comp[:k] {
+						if x.Flags&fi.FlagRecv != 0 {
+							return
+						}
+					}
+				}
+			}
+			post := func(err error) {
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			post(cm.Recv(cbuf, cdesc, fi.AddrUnspec, nil))
+			post(sm.Recv(sbuf, sdesc, fi.AddrUnspec, nil))
+			b.SetBytes(int64(2 * n))
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				post(cm.Send(cbuf, cdesc, fi.AddrUnspec, nil))
+				recv(s.cq)
+				post(sm.Recv(sbuf, sdesc, fi.AddrUnspec, nil))
+				post(sm.Send(sbuf, sdesc, fi.AddrUnspec, nil))
+				recv(c.cq)
+				post(cm.Recv(cbuf, cdesc, fi.AddrUnspec, nil))
+			}
+		})
 	}
 }
