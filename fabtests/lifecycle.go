@@ -95,8 +95,10 @@ func testClose(t *testing.T, s *suite) {
 			x := d.b
 			m := msgOf(t, x)
 			const n = 4
+			rbuf := make([]byte, 64*n)
+			rdesc := x.desc(t, rbuf)
 			for i := range n {
-				require.NoError(t, m.Recv(make([]byte, 64), nil, fi.AddrUnspec, i))
+				require.NoError(t, m.Recv(rbuf[64*i:64*(i+1)], rdesc, fi.AddrUnspec, i))
 			}
 			require.NoError(t, x.ep.Close())
 			got := d.take(t, x, n)
@@ -122,11 +124,18 @@ func testConcurrency(t *testing.T, s *suite) {
 			}
 			const senders, each = 8, 16
 			mb := msgOf(t, d.b)
+			// One registered region per side (FI_MR_LOCAL), a slice of it
+			// per message.
+			const slot = 16
+			rbuf := make([]byte, senders*each*slot)
+			rdesc := d.b.desc(t, rbuf)
 			bufs := make([][]byte, senders*each)
 			for i := range bufs {
-				bufs[i] = make([]byte, 16)
-				require.NoError(t, mb.Recv(bufs[i], nil, fi.AddrUnspec, i))
+				bufs[i] = rbuf[i*slot : (i+1)*slot]
+				require.NoError(t, mb.Recv(bufs[i], rdesc, fi.AddrUnspec, i))
 			}
+			sbuf := make([]byte, senders*each*slot)
+			sdesc := d.a.desc(t, sbuf)
 			ma := msgOf(t, d.a)
 			var wg sync.WaitGroup
 			var failed atomic.Value
@@ -135,9 +144,10 @@ func testConcurrency(t *testing.T, s *suite) {
 				go func() {
 					defer wg.Done()
 					for k := range each {
-						msg := []byte(fmt.Sprintf("%02d:%02d", g, k))
+						i := (g*each + k) * slot
+						msg := fmt.Appendf(sbuf[i:i], "%02d:%02d", g, k)
 						for {
-							err := ma.Send(msg, nil, d.dest, nil)
+							err := ma.Send(msg, sdesc, d.dest, nil)
 							if err == nil {
 								break
 							}
@@ -175,6 +185,8 @@ func testConcurrency(t *testing.T, s *suite) {
 		s.endpointKinds(t, func(t *testing.T, open func(t *testing.T) *duo) {
 			d := open(t)
 			ma := msgOf(t, d.a)
+			x := []byte("x")
+			xdesc := d.a.desc(t, x)
 			var wg sync.WaitGroup
 			stop := make(chan struct{})
 			var bad atomic.Value
@@ -188,7 +200,7 @@ func testConcurrency(t *testing.T, s *suite) {
 							return
 						default:
 						}
-						err := ma.Send([]byte("x"), nil, d.dest, nil)
+						err := ma.Send(x, xdesc, d.dest, nil)
 						if err != nil && !errors.Is(err, fi.EAGAIN) {
 							if fi.Code(err) == fi.EOTHER {
 								bad.Store(err)

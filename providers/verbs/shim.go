@@ -908,7 +908,11 @@ func setSGE(s *sgeC, addr uint64, n, lkey uint32) {
 // postRecvSGL posts a receive of the SGEs sgl (ibv_post_recv): 0 or the
 // errno.
 func postRecvSGL(qp qpC, wrID uint64, sgl []sgeC) syscall.Errno {
-	return syscall.Errno(C.gf_post_recv_sgl(qp, C.uint64_t(wrID), &sgl[0], C.int(len(sgl))))
+	var p *sgeC // none for a zero-length receive
+	if len(sgl) > 0 {
+		p = &sgl[0]
+	}
+	return syscall.Errno(C.gf_post_recv_sgl(qp, C.uint64_t(wrID), p, C.int(len(sgl))))
 }
 
 // postSendSGL posts a signaled work request of the SGEs sgl
