@@ -24,7 +24,12 @@
 // and private data within the transport's limit (CMDataSize), over an
 // rdma_cm event channel waited on through the netpoller (no OS thread
 // parked in C; events copied out of librdmacm and acknowledged at once;
-// ids with a nil context, so that C holds no Go pointer). Data: send,
+// ids with a nil context, so that C holds no Go pointer). A refused
+// connection is an fi.ECONNREFUSED error entry whose ProvErrno is the IB
+// CM reject reason: 28 (consumer defined) when the peer's application
+// rejected, with its data in ErrData; another reason (8: nothing listens
+// on that port) when the transport refused, without data. An unreachable
+// peer gives fi.ETIMEDOUT or fi.EHOSTUNREACH. Data: send,
 // receive, inject within the device's inline size, senddata and RMA
 // write with immediate data, RMA read and write under the MR modes C's
 // provider asks for (FI_MR_LOCAL, FI_MR_VIRT_ADDR, FI_MR_ALLOCATED,

@@ -3,7 +3,9 @@
 package verbs
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"testing"
@@ -325,4 +327,66 @@ func BenchmarkPingPong(b *testing.B) {
 			}
 		})
 	}
+}
+
+// A refused connection tells a consumer reject from a transport failure:
+// both are fi.ECONNREFUSED error entries, but a reject by the peer's
+// application carries IB CM reject reason 28 (consumer defined) as
+// ProvErrno and the rejecter's data, while a request nothing listens for
+// carries reason 8 (invalid service ID) and no data.
+func TestRejectReason(t *testing.T) {
+	ip := rdmaAddr(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	hints := &fi.Info{FabricAttr: &fi.FabricAttr{ProvName: provName},
+		EPAttr: &fi.EPAttr{Type: fi.EPTypeMsg}, DomainAttr: &fi.DomainAttr{MRMode: msgMRMode}}
+	infos, err := fi.GetInfo(ctx, ip.String(), "0", fi.FlagSource, hints)
+	require.NoError(t, err)
+	fab, err := fi.OpenFabric(infos[0])
+	require.NoError(t, err)
+	closeAt(t, fab)
+	leq, err := eq.OpenEQ(fab, &eq.Attr{})
+	require.NoError(t, err)
+	closeAt(t, leq)
+	pep, err := ep.OpenPassive(fab, infos[0])
+	require.NoError(t, err)
+	closeAt(t, pep)
+	require.NoError(t, pep.Bind(leq, 0))
+	require.NoError(t, pep.Listen())
+	name := make([]byte, 128)
+	n, err := pep.Name(name)
+	require.NoError(t, err)
+	name = name[:n]
+
+	connect := func(dest []byte) *eq.EQError {
+		c := openSide(t, fab, infos[0])
+		require.NoError(t, c.ep.(ep.CM).Connect(dest, []byte("hi")))
+		ev, err := c.eq.SRead(ctx)
+		require.ErrorIs(t, err, fi.EAVAIL, "event %v where an error entry was due", ev)
+		e, err := c.eq.ReadErr()
+		require.NoError(t, err)
+		return e
+	}
+
+	go func() {
+		ev, err := leq.SRead(ctx)
+		if err == nil {
+			_ = pep.Reject(ev.(*eq.ConnReq).Info.Handle, []byte("not you"))
+		}
+	}()
+	e := connect(name)
+	require.Equal(t, fi.ECONNREFUSED, e.Err)
+	require.Equal(t, 28, e.ProvErrno, "IB_CM_REJ_CONSUMER_DEFINED")
+	require.Equal(t, "not you", string(e.ErrData))
+
+	// The same address and the listener's port plus one, which nothing
+	// listens on.
+	free := bytes.Clone(name)
+	port := binary.BigEndian.Uint16(free[2:4]) + 1
+	binary.BigEndian.PutUint16(free[2:4], port)
+	e = connect(free)
+	require.Equal(t, fi.ECONNREFUSED, e.Err)
+	require.NotEqual(t, 28, e.ProvErrno, "a transport failure is not a consumer reject")
+	require.Empty(t, e.ErrData)
+	t.Logf("nothing listening: %v (reason %d)", e, e.ProvErrno)
 }
