@@ -390,3 +390,89 @@ func TestRejectReason(t *testing.T) {
 	require.Empty(t, e.ErrData)
 	t.Logf("nothing listening: %v (reason %d)", e, e.ProvErrno)
 }
+
+// A blocking read of a CQ, and a counter's Wait, that several endpoints
+// feed wake for a completion on any of them: their wait hook has every
+// bound endpoint arm its verbs CQ and wait on its completion channel.
+func TestBlockingWaitSharedQueues(t *testing.T) {
+	ip := rdmaAddr(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	hints := &fi.Info{FabricAttr: &fi.FabricAttr{ProvName: provName},
+		EPAttr: &fi.EPAttr{Type: fi.EPTypeMsg}, DomainAttr: &fi.DomainAttr{MRMode: msgMRMode}}
+	infos, err := fi.GetInfo(ctx, ip.String(), "0", fi.FlagSource, hints)
+	require.NoError(t, err)
+	fab, err := fi.OpenFabric(infos[0])
+	require.NoError(t, err)
+	closeAt(t, fab)
+	leq, err := eq.OpenEQ(fab, &eq.Attr{})
+	require.NoError(t, err)
+	closeAt(t, leq)
+	pep, err := ep.OpenPassive(fab, infos[0])
+	require.NoError(t, err)
+	closeAt(t, pep)
+	require.NoError(t, pep.Bind(leq, 0))
+	require.NoError(t, pep.Listen())
+	name := make([]byte, 128)
+	n, err := pep.Name(name)
+	require.NoError(t, err)
+
+	// The server side: one domain, EQ, CQ and receive counter for both
+	// accepted endpoints.
+	dom, err := fab.OpenDomain(infos[0])
+	require.NoError(t, err)
+	closeAt(t, dom)
+	seq, err := eq.OpenEQ(fab, &eq.Attr{})
+	require.NoError(t, err)
+	closeAt(t, seq)
+	cq, err := eq.OpenCQ(dom, &eq.CQAttr{Format: eq.FormatData})
+	require.NoError(t, err)
+	closeAt(t, cq)
+	cntr, err := eq.OpenCounter(dom, &eq.CounterAttr{})
+	require.NoError(t, err)
+	closeAt(t, cntr)
+	rbuf := make([]byte, 2*64)
+	rmr, err := fi.RegisterMR(dom, &fi.MRAttr{Buf: rbuf, Access: fi.AccessRecv}, 0)
+	require.NoError(t, err)
+	closeAt(t, rmr)
+
+	var clients [2]*tside
+	for i := range clients {
+		clients[i] = openSide(t, fab, infos[0])
+		require.NoError(t, clients[i].ep.(ep.CM).Connect(name[:n], nil))
+		req, ok := nextEvent(t, leq).(*eq.ConnReq)
+		require.True(t, ok)
+		s, err := ep.Open(dom, req.Info)
+		require.NoError(t, err)
+		closeAt(t, s)
+		require.NoError(t, s.Bind(seq, 0))
+		require.NoError(t, s.Bind(cq, fi.FlagSend|fi.FlagRecv))
+		require.NoError(t, s.Bind(cntr, fi.FlagRecv))
+		require.NoError(t, s.Enable())
+		require.NoError(t, s.(ep.Msg).Recv(rbuf[64*i:64*(i+1)], rmr.Desc(), fi.AddrUnspec, i))
+		require.NoError(t, s.(ep.CM).Accept(nil))
+		require.IsType(t, &eq.Connected{}, nextEvent(t, seq))
+		require.IsType(t, &eq.Connected{}, nextEvent(t, clients[i].eq))
+	}
+
+	// Each round blocks first, then the peer of one endpoint sends.
+	for round, i := range []int{1, 0} {
+		got := make(chan error, 1)
+		var comp [1]eq.Completion
+		go func() {
+			_, err := cq.SRead(ctx, comp[:])
+			got <- err
+		}()
+		time.Sleep(50 * time.Millisecond) // let SRead block
+		msg := []byte("wake up")
+		require.NoError(t, clients[i].ep.(ep.Msg).Inject(msg, fi.AddrUnspec))
+		select {
+		case err := <-got:
+			require.NoError(t, err)
+		case <-ctx.Done():
+			t.Fatalf("round %d: SRead did not wake for endpoint %d's receive", round, i)
+		}
+		require.Equal(t, i, comp[0].Context, "the receive of endpoint %d", i)
+		require.NoError(t, cntr.Wait(ctx, uint64(round+1)), "counter Wait")
+	}
+}
