@@ -55,45 +55,77 @@ func openSide(t testing.TB, fab fi.Fabric, info *fi.Info) *tside {
 	return s
 }
 
+// msgHints are hints for the device's FI_EP_MSG entries (their MR mode),
+// declaring FI_RX_CQ_DATA when rxCQData is set.
+func msgHints(rxCQData bool) *fi.Info {
+	h := &fi.Info{FabricAttr: &fi.FabricAttr{ProvName: provName},
+		EPAttr: &fi.EPAttr{Type: fi.EPTypeMsg}, DomainAttr: &fi.DomainAttr{MRMode: msgMRMode}}
+	if rxCQData {
+		h.Mode = fi.ModeRxCQData
+	}
+	return h
+}
+
+// listener is a listening passive endpoint on the RDMA device's IPv4
+// address, with its fabric and event queue.
+type listener struct {
+	info *fi.Info // the FI_SOURCE entry it was opened with
+	fab  fi.Fabric
+	eq   eq.EventQueue
+	pep  ep.PassiveEndpoint
+	name []byte
+}
+
+// openListener opens a fabric, an event queue and a passive endpoint for hints
+// on the device's address, and listens.
+func openListener(t testing.TB, hints *fi.Info) *listener {
+	t.Helper()
+	ip := rdmaAddr(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	infos, err := fi.GetInfo(ctx, ip.String(), "", fi.FlagSource, hints)
+	require.NoError(t, err)
+	l := &listener{info: infos[0]}
+	l.fab, err = fi.OpenFabric(l.info)
+	require.NoError(t, err)
+	closeAt(t, l.fab)
+	l.eq, err = eq.OpenEQ(l.fab, &eq.Attr{})
+	require.NoError(t, err)
+	closeAt(t, l.eq)
+	l.pep, err = ep.OpenPassive(l.fab, l.info)
+	require.NoError(t, err)
+	closeAt(t, l.pep)
+	require.NoError(t, l.pep.Bind(l.eq, 0))
+	require.NoError(t, l.pep.Listen())
+	name := make([]byte, 128)
+	n, err := l.pep.Name(name)
+	require.NoError(t, err)
+	l.name = name[:n]
+	return l
+}
+
 // testPair connects a client and a server endpoint through a passive
 // endpoint, over the RDMA device.
 func testPair(t testing.TB) (client, server *tside) {
-	ip := rdmaAddr(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	t.Cleanup(cancel)
-	hints := &fi.Info{Mode: fi.ModeRxCQData, FabricAttr: &fi.FabricAttr{ProvName: provName},
-		EPAttr: &fi.EPAttr{Type: fi.EPTypeMsg}, DomainAttr: &fi.DomainAttr{MRMode: msgMRMode}}
-	infos, err := fi.GetInfo(ctx, ip.String(), "", fi.FlagSource, hints)
-	require.NoError(t, err)
-	lfab, err := fi.OpenFabric(infos[0])
-	require.NoError(t, err)
-	closeAt(t, lfab)
-	leq, err := eq.OpenEQ(lfab, &eq.Attr{})
-	require.NoError(t, err)
-	closeAt(t, leq)
-	pep, err := ep.OpenPassive(lfab, infos[0])
-	require.NoError(t, err)
-	closeAt(t, pep)
-	require.NoError(t, pep.Bind(leq, 0))
-	require.NoError(t, pep.Listen())
-	name := make([]byte, 128)
-	n, err := pep.Name(name)
-	require.NoError(t, err)
+	hints := msgHints(true)
+	l := openListener(t, hints)
 
 	h := hints.Clone()
-	h.AddrFormat, h.DestAddr = infos[0].AddrFormat, name[:n]
+	h.AddrFormat, h.DestAddr = l.info.AddrFormat, l.name
 	cinfos, err := fi.GetInfo(ctx, "", "", 0, h)
 	require.NoError(t, err)
 	cfab, err := fi.OpenFabric(cinfos[0])
 	require.NoError(t, err)
 	closeAt(t, cfab)
 	client = openSide(t, cfab, cinfos[0])
-	require.NoError(t, client.ep.(ep.CM).Connect(name[:n], []byte("hi")))
-	ev, err := leq.SRead(ctx)
+	require.NoError(t, client.ep.(ep.CM).Connect(l.name, []byte("hi")))
+	ev, err := l.eq.SRead(ctx)
 	require.NoError(t, err)
 	req := ev.(*eq.ConnReq)
 	require.Equal(t, []byte("hi"), req.Data)
-	server = openSide(t, lfab, req.Info)
+	server = openSide(t, l.fab, req.Info)
 	require.NoError(t, server.ep.(ep.CM).Accept(nil))
 	for _, s := range []*tside{client, server} {
 		ev, err := s.eq.SRead(ctx)
@@ -335,31 +367,12 @@ func BenchmarkPingPong(b *testing.B) {
 // ProvErrno and the rejecter's data, while a request nothing listens for
 // carries reason 8 (invalid service ID) and no data.
 func TestRejectReason(t *testing.T) {
-	ip := rdmaAddr(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	t.Cleanup(cancel)
-	hints := &fi.Info{FabricAttr: &fi.FabricAttr{ProvName: provName},
-		EPAttr: &fi.EPAttr{Type: fi.EPTypeMsg}, DomainAttr: &fi.DomainAttr{MRMode: msgMRMode}}
-	infos, err := fi.GetInfo(ctx, ip.String(), "0", fi.FlagSource, hints)
-	require.NoError(t, err)
-	fab, err := fi.OpenFabric(infos[0])
-	require.NoError(t, err)
-	closeAt(t, fab)
-	leq, err := eq.OpenEQ(fab, &eq.Attr{})
-	require.NoError(t, err)
-	closeAt(t, leq)
-	pep, err := ep.OpenPassive(fab, infos[0])
-	require.NoError(t, err)
-	closeAt(t, pep)
-	require.NoError(t, pep.Bind(leq, 0))
-	require.NoError(t, pep.Listen())
-	name := make([]byte, 128)
-	n, err := pep.Name(name)
-	require.NoError(t, err)
-	name = name[:n]
+	l := openListener(t, msgHints(false))
 
 	connect := func(dest []byte) *eq.EQError {
-		c := openSide(t, fab, infos[0])
+		c := openSide(t, l.fab, l.info)
 		require.NoError(t, c.ep.(ep.CM).Connect(dest, []byte("hi")))
 		ev, err := c.eq.SRead(ctx)
 		require.ErrorIs(t, err, fi.EAVAIL, "event %v where an error entry was due", ev)
@@ -369,19 +382,19 @@ func TestRejectReason(t *testing.T) {
 	}
 
 	go func() {
-		ev, err := leq.SRead(ctx)
+		ev, err := l.eq.SRead(ctx)
 		if err == nil {
-			_ = pep.Reject(ev.(*eq.ConnReq).Info.Handle, []byte("not you"))
+			_ = l.pep.Reject(ev.(*eq.ConnReq).Info.Handle, []byte("not you"))
 		}
 	}()
-	e := connect(name)
+	e := connect(l.name)
 	require.Equal(t, fi.ECONNREFUSED, e.Err)
 	require.Equal(t, 28, e.ProvErrno, "IB_CM_REJ_CONSUMER_DEFINED")
 	require.Equal(t, "not you", string(e.ErrData))
 
 	// The same address and the listener's port plus one, which nothing
 	// listens on.
-	free := bytes.Clone(name)
+	free := bytes.Clone(l.name)
 	port := binary.BigEndian.Uint16(free[2:4]) + 1
 	binary.BigEndian.PutUint16(free[2:4], port)
 	e = connect(free)
@@ -395,34 +408,16 @@ func TestRejectReason(t *testing.T) {
 // feed wake for a completion on any of them: their wait hook has every
 // bound endpoint arm its verbs CQ and wait on its completion channel.
 func TestBlockingWaitSharedQueues(t *testing.T) {
-	ip := rdmaAddr(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	t.Cleanup(cancel)
-	hints := &fi.Info{FabricAttr: &fi.FabricAttr{ProvName: provName},
-		EPAttr: &fi.EPAttr{Type: fi.EPTypeMsg}, DomainAttr: &fi.DomainAttr{MRMode: msgMRMode}}
-	infos, err := fi.GetInfo(ctx, ip.String(), "0", fi.FlagSource, hints)
-	require.NoError(t, err)
-	fab, err := fi.OpenFabric(infos[0])
-	require.NoError(t, err)
-	closeAt(t, fab)
-	leq, err := eq.OpenEQ(fab, &eq.Attr{})
-	require.NoError(t, err)
-	closeAt(t, leq)
-	pep, err := ep.OpenPassive(fab, infos[0])
-	require.NoError(t, err)
-	closeAt(t, pep)
-	require.NoError(t, pep.Bind(leq, 0))
-	require.NoError(t, pep.Listen())
-	name := make([]byte, 128)
-	n, err := pep.Name(name)
-	require.NoError(t, err)
+	l := openListener(t, msgHints(false))
 
 	// The server side: one domain, EQ, CQ and receive counter for both
 	// accepted endpoints.
-	dom, err := fab.OpenDomain(infos[0])
+	dom, err := l.fab.OpenDomain(l.info)
 	require.NoError(t, err)
 	closeAt(t, dom)
-	seq, err := eq.OpenEQ(fab, &eq.Attr{})
+	seq, err := eq.OpenEQ(l.fab, &eq.Attr{})
 	require.NoError(t, err)
 	closeAt(t, seq)
 	cq, err := eq.OpenCQ(dom, &eq.CQAttr{Format: eq.FormatData})
@@ -438,9 +433,9 @@ func TestBlockingWaitSharedQueues(t *testing.T) {
 
 	var clients [2]*tside
 	for i := range clients {
-		clients[i] = openSide(t, fab, infos[0])
-		require.NoError(t, clients[i].ep.(ep.CM).Connect(name[:n], nil))
-		req, ok := nextEvent(t, leq).(*eq.ConnReq)
+		clients[i] = openSide(t, l.fab, l.info)
+		require.NoError(t, clients[i].ep.(ep.CM).Connect(l.name, nil))
+		req, ok := nextEvent(t, l.eq).(*eq.ConnReq)
 		require.True(t, ok)
 		s, err := ep.Open(dom, req.Info)
 		require.NoError(t, err)

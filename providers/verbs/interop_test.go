@@ -108,8 +108,7 @@ func nextEvent(t *testing.T, q eq.EventQueue) any {
 func TestInteropCCM(t *testing.T) {
 	ip := rdmaAddr(t)
 	bin := buildCMPeer(t)
-	hints := &fi.Info{FabricAttr: &fi.FabricAttr{ProvName: provName},
-		EPAttr: &fi.EPAttr{Type: fi.EPTypeMsg}, DomainAttr: &fi.DomainAttr{MRMode: msgMRMode}}
+	hints := msgHints(false)
 	ctx := context.Background()
 	for _, scenario := range []string{"accept", "reject"} {
 		t.Run("go-client/"+scenario, func(t *testing.T) {
@@ -152,32 +151,15 @@ func TestInteropCCM(t *testing.T) {
 		})
 
 		t.Run("go-server/"+scenario, func(t *testing.T) {
-			h := hints.Clone()
-			infos, err := fi.GetInfo(ctx, ip.String(), "0", fi.FlagSource, h)
-			require.NoError(t, err)
-			fab, err := fi.OpenFabric(infos[0])
-			require.NoError(t, err)
-			closeAt(t, fab)
-			leq, err := eq.OpenEQ(fab, &eq.Attr{})
-			require.NoError(t, err)
-			closeAt(t, leq)
-			pep, err := ep.OpenPassive(fab, infos[0])
-			require.NoError(t, err)
-			closeAt(t, pep)
-			require.NoError(t, pep.Bind(leq, 0))
-			require.NoError(t, pep.Listen())
-			name := make([]byte, 128)
-			n, err := pep.Name(name)
-			require.NoError(t, err)
-			require.GreaterOrEqual(t, n, 4)
-			port := binary.BigEndian.Uint16(name[2:4]) // sockaddr_in's sin_port
+			l := openListener(t, hints)
+			port := binary.BigEndian.Uint16(l.name[2:4]) // sockaddr_in's sin_port
 			cli := startCMPeer(t, bin, "client", ip.String(), strconv.Itoa(int(port)), scenario)
 
-			req, ok := nextEvent(t, leq).(*eq.ConnReq)
+			req, ok := nextEvent(t, l.eq).(*eq.ConnReq)
 			require.True(t, ok, "expected a connection request")
 			require.Equal(t, cHello, string(req.Data), "connect data from C")
 			if scenario == "accept" {
-				s := openSide(t, fab, req.Info)
+				s := openSide(t, l.fab, req.Info)
 				require.NoError(t, s.ep.(ep.CM).Accept([]byte("ACCEPT-GO")))
 				require.IsType(t, &eq.Connected{}, nextEvent(t, s.eq))
 				require.IsType(t, &eq.Shutdown{}, nextEvent(t, s.eq), "C client's shutdown")
@@ -185,7 +167,7 @@ func TestInteropCCM(t *testing.T) {
 				require.Equal(t, hex.EncodeToString([]byte("ACCEPT-GO")), r["conn_data"], "accept data at C")
 				require.Equal(t, "1", r["shut"])
 			} else {
-				require.NoError(t, pep.Reject(req.Info.Handle, []byte("NOPE-GO")))
+				require.NoError(t, l.pep.Reject(req.Info.Handle, []byte("NOPE-GO")))
 				r := cli.result(t)
 				require.Equal(t, "111", r["err"], "C's error: ECONNREFUSED")
 				require.Equal(t, hex.EncodeToString([]byte("NOPE-GO")), r["err_data"], "reject data at C")
