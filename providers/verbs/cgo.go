@@ -55,8 +55,15 @@ func (provider) GetInfo(ctx context.Context, node, service string, flags fi.Flag
 	var out []*fi.Info
 	nm := &fi.NoMatchError{}
 	for _, e := range entries {
-		if hints != nil && !declaresRxCQData(hints) {
+		switch {
+		case hints == nil:
+		case !declaresRxCQData(hints):
 			e = withoutCQData(e)
+		case hints.Mode&fi.ModeRxCQData == 0:
+			// Declared in the rx mode only: C then leaves the bit out of
+			// the entry's mode (vrb_alter_info), and so do we.
+			e = e.Clone()
+			e.Mode &^= fi.ModeRxCQData
 		}
 		got, err := provutil.MatchInfo(ctx, provName, []*fi.Info{e}, node, service, flags, hints)
 		var m *fi.NoMatchError

@@ -38,6 +38,15 @@ func TestGetInfoSaysWhy(t *testing.T) {
 			require.Zero(t, i.DomainAttr.CQDataSize, "cq_data_size without FI_RX_CQ_DATA")
 			require.Zero(t, i.Mode&fi.ModeRxCQData, "mode without FI_RX_CQ_DATA in the hints")
 		}
+		rxOnly := plain.Clone()
+		rxOnly.RxAttr = &fi.RxAttr{Mode: fi.ModeRxCQData}
+		infos, err = fi.GetInfo(context.Background(), "", "", 0, rxOnly)
+		require.NoError(t, err, "hints that declare FI_RX_CQ_DATA in the rx mode only")
+		for _, i := range infos {
+			require.NotZero(t, i.DomainAttr.CQDataSize, "cq_data_size with FI_RX_CQ_DATA in the rx mode")
+			require.NotZero(t, i.RxAttr.Mode&fi.ModeRxCQData, "rx mode")
+			require.Zero(t, i.Mode&fi.ModeRxCQData, "mode: as C, the bit only where the hints' mode has it")
+		}
 		want := plain.Clone()
 		want.DomainAttr.CQDataSize = 4
 		_, err = fi.GetInfo(context.Background(), "", "", 0, want)
