@@ -171,13 +171,15 @@ type dataPath struct {
 	placed       int    // payload bytes placed
 	rleft        uint64 // payload bytes still to consume (placed or dropped)
 	// rwait and wwait say the last read found nothing, the last write no
-	// room. Then the next write, the next read of a large payload, and,
-	// while a write waits for room, any read, ask poll first, which does
-	// not take the socket's lock: a read or write of a socket the peer's
-	// data or acknowledgements are arriving on makes the kernel queue them
-	// to the socket's backlog instead of processing them, which slows
-	// large transfers down. Other reads go without: the extra call would
-	// cost small messages more than it saves.
+	// room. Then the next read or write asks poll first, which does not
+	// take the socket's lock: a read or write of a socket the peer's data
+	// or acknowledgements are arriving on makes the kernel queue them to
+	// the socket's backlog instead of processing them, which slows large
+	// transfers down. A read that follows one that found data goes
+	// without: more is likely there, and the extra call would cost.
+	// (Polling every idle read, not only while a write waits for room,
+	// cut the reads of a 1 MiB RDM ping-pong from 142 to 9 a round trip
+	// and its time by about 6%; 64-byte messages did not change.)
 	rwait, wwait bool
 	// tagged lets op-0 messages carry a tag (rxm's raw tagged form,
 	// §3.4): set on the connections of RDM endpoints.
@@ -458,7 +460,7 @@ func (d *dataPath) fill(need int) (bool, error) {
 		d.rend = copy(d.rbuf, d.rbuf[d.rstart:d.rend])
 		d.rstart = 0
 	}
-	if d.rwait && d.wwait && !ready(d.fd, unix.POLLIN) {
+	if d.rwait && !ready(d.fd, unix.POLLIN) {
 		return false, nil // see rwait
 	}
 	n, err := readResult(readOnce(d.fd, d.rbuf[d.rend:]))
