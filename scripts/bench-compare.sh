@@ -207,7 +207,7 @@ echo "C:  $cbin ($(fi_info --version 2>/dev/null | awk '/libfabric:/ { print "li
 echo "Go: $(go version 2>/dev/null || echo "go not found"), $gobin"
 echo "machine: nproc $(nproc), Linux $(uname -r), $(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)"
 # Loopback transfers of a MiB and more depend on it (README, Performance).
-echo "tcp congestion control: $(cat /proc/sys/net/ipv4/tcp_congestion_control 2>/dev/null || echo unknown)"
+echo "tcp congestion control: $(cat /proc/sys/net/ipv4/tcp_congestion_control 2>/dev/null || echo unknown)${FI_TCP_CONGESTION:+; FI_TCP_CONGESTION=$FI_TCP_CONGESTION for the Go side}"
 echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ); quiet gate $( ((quiet_max > 0)) && echo "on, $gate_timeouts timeouts" || echo off)"
 echo
 printf '%-9s %7s %13s %13s %9s %10s %10s %9s\n' size iters "C usec/xfer" "Go usec/xfer" "lat Go/C" "C MB/s" "Go MB/s" "bw Go/C"

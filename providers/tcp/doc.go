@@ -193,6 +193,15 @@
 //     unset, the kernel picks an ephemeral port.
 //   - FI_TCP_NODELAY: whether the provider's sockets get TCP_NODELAY
 //     (default yes).
+//   - FI_TCP_CONGESTION: gofabric's own: the TCP congestion control of
+//     every connection (TCP_CONGESTION in tcp(7)), one of the names in
+//     net.ipv4.tcp_available_congestion_control; unset, the system's.
+//     A name the kernel does not offer makes GetInfo and OpenFabric fail
+//     with fi.EINVAL; one this process may not set (an unprivileged
+//     process may set only net.ipv4.tcp_allowed_congestion_control's) is
+//     logged as a warning and the connection keeps the system's. On
+//     loopback, bbr slows large RDM messages down: see the README's
+//     Performance section.
 //   - FI_TCP_CONN_TIMEOUT: gofabric's own, with no C counterpart: the
 //     milliseconds a connection attempt may take, from the TCP connect to
 //     the peer's CM answer, before it fails with fi.ETIMEDOUT on the event

@@ -411,6 +411,21 @@ func (e *endpoint) attach(conn *net.TCPConn, codec dataCodec, want ep.CMState) b
 	if !e.params.nodelay {
 		_ = conn.SetNoDelay(false)
 	}
+	if cc := e.params.congestion; cc != "" {
+		var serr error
+		err := rc.Control(func(s uintptr) {
+			serr = unix.SetsockoptString(int(s), unix.IPPROTO_TCP, unix.TCP_CONGESTION, cc)
+		})
+		if err == nil {
+			err = serr
+		}
+		if err != nil {
+			// EPERM: not in net.ipv4.tcp_allowed_congestion_control for
+			// an unprivileged process. The connection keeps the system's.
+			fi.Logger(provName).Warn("tcp: cannot set the congestion control; the connection keeps the system's",
+				"param", paramCongestion.Name, "value", cc, "err", err)
+		}
+	}
 	e.cmMu.Lock()
 	e.connName = sockaddrOf(conn.LocalAddr())
 	e.peerName = sockaddrOf(conn.RemoteAddr())

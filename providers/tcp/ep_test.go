@@ -3,6 +3,10 @@ package tcp_test
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
+	"os"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,6 +15,7 @@ import (
 	"github.com/gofabric/gofabric/fi"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+	"golang.org/x/sys/unix"
 )
 
 // side is one end of a connection made by connectPair: its objects, and
@@ -231,4 +236,83 @@ func TestInjectCopiesPayload(t *testing.T) {
 		require.Equal(t, i, c.Context)
 		require.Equal(t, bytes.Repeat([]byte{byte('a' + i)}, 64), rbuf[:c.Len])
 	}
+}
+
+func TestCongestionParamSetsConnections(t *testing.T) {
+	// FI_TCP_CONGESTION reaches the sockets of both sides of a connection.
+	// The test needs a congestion control other than the system's default
+	// that this process may set, so that it tells set from left alone.
+	cleanEnv(t)
+	sys, err := os.ReadFile("/proc/sys/net/ipv4/tcp_congestion_control")
+	require.NoError(t, err)
+	allowed, err := os.ReadFile("/proc/sys/net/ipv4/tcp_allowed_congestion_control")
+	require.NoError(t, err)
+	want := ""
+	for _, cc := range strings.Fields(string(allowed)) {
+		if cc != strings.TrimSpace(string(sys)) {
+			want = cc
+			break
+		}
+	}
+	if want == "" && unix.Geteuid() == 0 {
+		want = "reno" // built into every kernel; root may set any
+		if strings.TrimSpace(string(sys)) == "reno" {
+			want = ""
+		}
+	}
+	if want == "" {
+		t.Skipf("this process may set no congestion control other than the system's %q (tcp_allowed_congestion_control: %q)",
+			strings.TrimSpace(string(sys)), strings.TrimSpace(string(allowed)))
+	}
+	t.Setenv("FI_TCP_CONGESTION", want)
+	p := connectPair(t)
+	defer p.close(t)
+	for _, s := range []*side{&p.client, &p.server} {
+		fd := connFD(t, s.cm())
+		got, err := unix.GetsockoptString(fd, unix.IPPROTO_TCP, unix.TCP_CONGESTION)
+		require.NoError(t, err)
+		require.Equal(t, want, got)
+	}
+}
+
+// connFD finds the descriptor of this process that holds c's connection:
+// the socket whose local and peer ports are c's Name and Peer ports.
+func connFD(t testing.TB, c ep.CM) int {
+	t.Helper()
+	port := func(get func([]byte) (int, error)) int {
+		b := make([]byte, 128)
+		n, err := get(b)
+		require.NoError(t, err)
+		require.GreaterOrEqual(t, n, 4)
+		return int(binary.BigEndian.Uint16(b[2:4])) // sockaddr_in(6): sin_port
+	}
+	local, peer := port(c.Name), port(c.Peer)
+	ents, err := os.ReadDir("/proc/self/fd")
+	require.NoError(t, err)
+	for _, ent := range ents {
+		fd, err := strconv.Atoi(ent.Name())
+		if err != nil {
+			continue
+		}
+		ls, err1 := unix.Getsockname(fd)
+		ps, err2 := unix.Getpeername(fd)
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		if inetPort(ls) == local && inetPort(ps) == peer {
+			return fd
+		}
+	}
+	t.Fatalf("no socket with local port %d and peer port %d", local, peer)
+	return -1
+}
+
+func inetPort(sa unix.Sockaddr) int {
+	switch a := sa.(type) {
+	case *unix.SockaddrInet4:
+		return a.Port
+	case *unix.SockaddrInet6:
+		return a.Port
+	}
+	return -1
 }

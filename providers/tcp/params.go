@@ -1,6 +1,8 @@
 package tcp
 
 import (
+	"os"
+	"strings"
 	"time"
 
 	"github.com/cockroachdb/errors"
@@ -19,6 +21,8 @@ var (
 		"Highest local port of passive endpoints, with FI_TCP_PORT_LOW_RANGE (default: an ephemeral port)")
 	paramNodelay = fi.DefineParam(provName, "nodelay", fi.ParamBool,
 		"Set TCP_NODELAY on the provider's sockets (default: yes)")
+	paramCongestion = fi.DefineParam(provName, "congestion", fi.ParamString,
+		"gofabric only: TCP congestion control of the provider's connections, one of net.ipv4.tcp_available_congestion_control, e.g. reno or cubic (default: the system's, net.ipv4.tcp_congestion_control)")
 	paramConnTimeout = fi.DefineParam(provName, "conn_timeout", fi.ParamInt,
 		"gofabric only: milliseconds a connection attempt may take, from the TCP connect to the peer's CM response, before it fails with FI_ETIMEDOUT; also bounds the wait for a request on an accepted socket (default: 30000)")
 )
@@ -36,9 +40,36 @@ type params struct {
 	portLow, portHigh int
 	// nodelay sets TCP_NODELAY on every socket (FI_TCP_NODELAY).
 	nodelay bool
+	// congestion is the TCP congestion control set on every connection
+	// (FI_TCP_CONGESTION); empty leaves the system's.
+	congestion string
 	// connTimeout bounds a connection attempt and the wait for the
 	// request on an accepted socket (FI_TCP_CONN_TIMEOUT).
 	connTimeout time.Duration
+}
+
+// availableCongestion lists the congestion controls the kernel offers.
+const availableCongestion = "/proc/sys/net/ipv4/tcp_available_congestion_control"
+
+// congestionParam reads FI_TCP_CONGESTION: a name the kernel offers, when
+// the kernel says which it offers.
+func congestionParam() (string, error) {
+	v, ok := paramCongestion.Lookup()
+	if !ok || v == "" {
+		return "", nil
+	}
+	b, err := os.ReadFile(availableCongestion)
+	if err != nil {
+		return v, nil // setsockopt will tell, per connection
+	}
+	avail := strings.Fields(string(b))
+	for _, a := range avail {
+		if a == v {
+			return v, nil
+		}
+	}
+	return "", errors.Wrapf(fi.EINVAL, "tcp: params: %s=%q is not a congestion control this kernel offers (%s)",
+		paramCongestion.Name, v, strings.Join(avail, " "))
 }
 
 // defaultConnTimeoutMS is FI_TCP_CONN_TIMEOUT's default: a peer that
@@ -75,6 +106,9 @@ func loadParams() (params, error) {
 		p.nodelay = b
 	} else if fi.Code(err) != fi.ENODATA {
 		return params{}, errors.Wrap(err, "tcp: params")
+	}
+	if p.congestion, err = congestionParam(); err != nil {
+		return params{}, err
 	}
 	ms, err := intParam(paramConnTimeout, 1, int(time.Duration(1<<63-1)/time.Millisecond))
 	if err != nil {

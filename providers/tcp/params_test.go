@@ -35,13 +35,16 @@ func TestLoadParams(t *testing.T) {
 		{name: "negative port", env: map[string]string{"FI_TCP_PORT_LOW_RANGE": "-1", "FI_TCP_PORT_HIGH_RANGE": "5"}, bad: "FI_TCP_PORT_LOW_RANGE=-1"},
 		{name: "port not a number", env: map[string]string{"FI_TCP_PORT_LOW_RANGE": "low"}, bad: "FI_TCP_PORT_LOW_RANGE"},
 		{name: "nodelay not a boolean", env: map[string]string{"FI_TCP_NODELAY": "2"}, bad: "FI_TCP_NODELAY"},
+		{name: "congestion reno", env: map[string]string{"FI_TCP_CONGESTION": "reno"},
+			want: params{nodelay: true, congestion: "reno", connTimeout: dflt}},
+		{name: "congestion not offered", env: map[string]string{"FI_TCP_CONGESTION": "nosuchcc"}, bad: "FI_TCP_CONGESTION=\"nosuchcc\""},
 		{name: "zero timeout", env: map[string]string{"FI_TCP_CONN_TIMEOUT": "0"}, bad: "FI_TCP_CONN_TIMEOUT=0"},
 		{name: "negative timeout", env: map[string]string{"FI_TCP_CONN_TIMEOUT": "-5"}, bad: "FI_TCP_CONN_TIMEOUT=-5"},
 		{name: "timeout overflows", env: map[string]string{"FI_TCP_CONN_TIMEOUT": "9223372036854775807"}, bad: "FI_TCP_CONN_TIMEOUT"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			for _, p := range []*fi.Param{paramIface, paramPortLow, paramPortHigh, paramNodelay, paramConnTimeout} {
+			for _, p := range []*fi.Param{paramIface, paramPortLow, paramPortHigh, paramNodelay, paramCongestion, paramConnTimeout} {
 				t.Setenv(p.Name, "")
 				require.NoError(t, os.Unsetenv(p.Name))
 			}
@@ -65,7 +68,7 @@ func TestParamsListed(t *testing.T) {
 	want := map[string]fi.ParamType{
 		"FI_TCP_IFACE": fi.ParamString, "FI_TCP_PORT_LOW_RANGE": fi.ParamInt,
 		"FI_TCP_PORT_HIGH_RANGE": fi.ParamInt, "FI_TCP_NODELAY": fi.ParamBool,
-		"FI_TCP_CONN_TIMEOUT": fi.ParamInt,
+		"FI_TCP_CONN_TIMEOUT": fi.ParamInt, "FI_TCP_CONGESTION": fi.ParamString,
 	}
 	for _, p := range fi.Params() {
 		if p.Prov != "tcp" {
