@@ -10,7 +10,9 @@
 // Wait, computes, or is a passive RMA target), the goroutine arms the
 // sockets, one-shot, in an epoll instance of its own that sits in the
 // netpoller, sleeps there, and runs the provider's progress when one is
-// ready. It ends with Halt.
+// ready. With Config.OnKick (manual data progress) it takes the sockets
+// only when the application is about to block, and does not look in on an
+// application that polls. It ends with Halt.
 package sockpoll
 
 import (
@@ -44,6 +46,15 @@ type Config struct {
 	// WG counts the goroutine, so that the endpoint's Close can wait for
 	// it.
 	WG *sync.WaitGroup
+	// OnKick makes the goroutine take the sockets only after a Kick, for
+	// endpoints whose data progress is FI_PROGRESS_MANUAL: data moves
+	// only when the application calls in, so nothing is owed to an
+	// application that computes, and one about to block kicks. It leaves
+	// the sockets again once the application polls, and then sleeps until
+	// the next Kick: while the application busy-polls, no timer wakes it
+	// (each wake-up takes a thread, on a busy machine the polling one's
+	// processor).
+	OnKick bool
 }
 
 // Poller is an endpoint's background progress.
@@ -187,20 +198,31 @@ func (p *Poller) loop() {
 		n, _ := unix.EpollWait(int(epfd), p.evs[:], 0)
 		return n > 0
 	}
+	kicked := false // OnKick: a Kick handed the sockets over
 	for {
-		// Leave the sockets to an application that polls.
-		seen := p.cfg.Polls()
-		timer.Reset(PollWindow)
-		select {
-		case <-timer.C:
-			if p.cfg.Polls() != seen {
-				continue
+		if p.cfg.OnKick && !kicked {
+			select {
+			case <-p.kick:
+				kicked = true
+			case <-p.stop:
+				return
 			}
-		case <-p.kick:
-			timer.Stop()
-		case <-p.stop:
-			timer.Stop()
-			return
+		} else {
+			// Leave the sockets to an application that polls.
+			seen := p.cfg.Polls()
+			timer.Reset(PollWindow)
+			select {
+			case <-timer.C:
+				if p.cfg.Polls() != seen {
+					kicked = false
+					continue
+				}
+			case <-p.kick:
+				timer.Stop()
+			case <-p.stop:
+				timer.Stop()
+				return
+			}
 		}
 		if p.cfg.Wanted != nil && !p.cfg.Wanted() {
 			select {
@@ -210,7 +232,7 @@ func (p *Poller) loop() {
 				return
 			}
 		}
-		seen = p.cfg.Polls()
+		seen := p.cfg.Polls()
 		p.setArmed(true)
 		err := p.eprc.Read(ready)
 		p.setArmed(false)

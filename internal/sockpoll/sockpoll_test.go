@@ -78,3 +78,66 @@ func TestProgressWhenIdle(t *testing.T) {
 	p.Halt()
 	wg.Wait()
 }
+
+// With OnKick the goroutine leaves a readable socket to the application
+// until a Kick, serves it after one, and once the application polls again
+// leaves it alone until the next Kick, however long nobody polls.
+func TestOnKick(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	a, b := pair(t)
+	var (
+		wg    sync.WaitGroup
+		polls atomic.Uint64
+		got   = make(chan byte, 16)
+	)
+	p, err := Start(Config{
+		Name: "test",
+		Progress: func() {
+			var buf [1]byte
+			if n, _ := unix.Read(a, buf[:]); n == 1 {
+				got <- buf[0]
+			}
+		},
+		Polls:  polls.Load,
+		Events: func(int) uint32 { return unix.EPOLLIN },
+		OnKick: true,
+		WG:     &wg,
+	}, a)
+	require.NoError(t, err)
+	defer func() { p.Halt(); wg.Wait() }()
+
+	_, err = unix.Write(b, []byte{1})
+	require.NoError(t, err)
+	select {
+	case <-got:
+		t.Fatal("progress ran before any Kick")
+	case <-time.After(20 * PollWindow):
+	}
+	p.Kick()
+	select {
+	case c := <-got:
+		require.Equal(t, byte(1), c)
+	case <-time.After(10 * time.Second):
+		t.Fatal("no progress after Kick")
+	}
+
+	// The application polls for a while, then computes.
+	for end := time.Now().Add(200 * PollWindow); time.Now().Before(end); {
+		polls.Add(1)
+		time.Sleep(PollWindow / 10)
+	}
+	_, err = unix.Write(b, []byte{2})
+	require.NoError(t, err)
+	select {
+	case <-got:
+		t.Fatal("progress ran after the application polled, with no Kick since")
+	case <-time.After(20 * PollWindow):
+	}
+	p.Kick()
+	select {
+	case c := <-got:
+		require.Equal(t, byte(2), c)
+	case <-time.After(10 * time.Second):
+		t.Fatal("no progress after the second Kick")
+	}
+}

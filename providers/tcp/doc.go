@@ -116,6 +116,11 @@
 // connection arms the socket in an epoll instance of its own (in the
 // netpoller) and runs progress when it is readable, or writable while
 // sends wait for room; it serves passive RMA targets and blocked readers.
+// The connections of RDM endpoints, whose entries report FI_PROGRESS_MANUAL
+// data progress as C's do, are handed to that goroutine only by a reader
+// about to block: their data moves when the application reads its queues
+// or blocks in them, and a busy-polling application is never interrupted
+// by the millisecond look.
 // A message that finds no posted receive waits in the socket (TCP
 // back-pressure) until one is posted.
 //

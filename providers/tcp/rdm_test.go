@@ -245,6 +245,53 @@ func TestRDMFirstSendEAGAIN(t *testing.T) {
 	require.Equal(t, "r2", next(t, b, a).c.Context)
 }
 
+// Readers blocked in SRead on both sides move a rendezvous message. RDM
+// data progress is manual: the connections' background progress takes
+// their sockets only when a reader is about to block, and here nothing
+// else runs progress. The receiver blocks for its receive; the sender for
+// its send, which completes when the receiver's RMA reads, served by the
+// sender's connection while it blocks, are answered with read-done.
+func TestRDMBlockedReaders(t *testing.T) {
+	cleanEnv(t)
+	a, b, toB, _ := rdmPair(t)
+	small := make([]byte, 16)
+	require.NoError(t, b.msg().Recv(small, nil, fi.AddrUnspec, "r0"))
+	_, err := sendRetry(t, a, func() error { return a.msg().Send([]byte("hello"), nil, toB, "s0") })
+	require.NoError(t, err)
+	require.Equal(t, "r0", next(t, b, a).c.Context)
+	require.Equal(t, "s0", next(t, a, b).c.Context)
+
+	const size = 1 << 20
+	rbuf, sbuf := make([]byte, size), make([]byte, size)
+	for i := range sbuf {
+		sbuf[i] = byte(i * 7)
+	}
+	require.NoError(t, b.msg().Recv(rbuf, nil, fi.AddrUnspec, "r1"))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	type result struct {
+		c   eq.Completion
+		err error
+	}
+	recvd := make(chan result, 1)
+	go func() {
+		var c [1]eq.Completion
+		_, err := b.cq.SRead(ctx, c[:])
+		recvd <- result{c[0], err}
+	}()
+	require.NoError(t, a.msg().Send(sbuf, nil, toB, "s1"))
+	var c [1]eq.Completion
+	n, err := a.cq.SRead(ctx, c[:])
+	require.NoError(t, err, "the sender blocked in SRead: its rendezvous send never completed")
+	require.Equal(t, 1, n)
+	require.Equal(t, "s1", c[0].Context)
+	r := <-recvd
+	require.NoError(t, r.err, "the receiver blocked in SRead: its receive never completed")
+	require.Equal(t, "r1", r.c.Context)
+	require.Equal(t, size, r.c.Len)
+	require.Equal(t, sbuf, rbuf)
+}
+
 // A send to an address where nothing listens fails with
 // fi.ECONNREFUSED, once, after fi.EAGAIN; the send after tries again.
 func TestRDMConnectRefused(t *testing.T) {

@@ -56,5 +56,9 @@ func startAuto(e *endpoint, fd int) (*sockpoll.Poller, error) {
 		// socket: watching it then would wake for nothing.
 		Wanted: func() bool { return !e.recvStalled.Load() || e.sendBlocked.Load() },
 		WG:     &e.autoWG,
+		// RDM data progress is FI_PROGRESS_MANUAL, as in C: the
+		// connections of an RDM endpoint are watched only while a reader
+		// blocks, and an application that busy-polls is never woken for.
+		OnKick: e.rdm != nil,
 	}, fd)
 }
