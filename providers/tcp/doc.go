@@ -204,9 +204,7 @@
 //     A name the kernel does not offer makes GetInfo and OpenFabric fail
 //     with fi.EINVAL; one this process may not set (an unprivileged
 //     process may set only net.ipv4.tcp_allowed_congestion_control's) is
-//     logged as a warning and the connection keeps the system's. On
-//     loopback, bbr slows large RDM messages down: see the README's
-//     Performance section.
+//     logged as a warning and the connection keeps the system's.
 //   - FI_TCP_CONN_TIMEOUT: gofabric's own, with no C counterpart: the
 //     milliseconds a connection attempt may take, from the TCP connect to
 //     the peer's CM answer, before it fails with fi.ETIMEDOUT on the event
