@@ -20,6 +20,37 @@ func pair(t *testing.T) (a, b int) {
 	return fds[0], fds[1]
 }
 
+// byteReader is a Progress that reads a byte of fd into got.
+func byteReader(fd int, got chan<- byte) func() {
+	return func() {
+		var buf [1]byte
+		if n, _ := unix.Read(fd, buf[:]); n == 1 {
+			got <- buf[0]
+		}
+	}
+}
+
+// wantByte waits for progress to deliver want; why names what failed.
+func wantByte(t *testing.T, got <-chan byte, want byte, why string) {
+	t.Helper()
+	select {
+	case c := <-got:
+		require.Equal(t, want, c)
+	case <-time.After(10 * time.Second):
+		t.Fatal(why)
+	}
+}
+
+// wantNone fails with why if progress delivers anything within 20 windows.
+func wantNone(t *testing.T, got <-chan byte, why string) {
+	t.Helper()
+	select {
+	case <-got:
+		t.Fatal(why)
+	case <-time.After(20 * PollWindow):
+	}
+}
+
 // The goroutine runs progress when a socket becomes readable and nobody
 // polls, only while Wanted holds (or after a Kick), and ends at Halt.
 func TestProgressWhenIdle(t *testing.T) {
@@ -33,47 +64,28 @@ func TestProgressWhenIdle(t *testing.T) {
 	)
 	wanted.Store(true)
 	p, err := Start(Config{
-		Name: "test",
-		Progress: func() {
-			var buf [1]byte
-			if n, _ := unix.Read(a, buf[:]); n == 1 {
-				got <- buf[0]
-			}
-		},
-		Polls:  polls.Load,
-		Events: func(int) uint32 { return unix.EPOLLIN },
-		Wanted: wanted.Load,
-		WG:     &wg,
+		Name:     "test",
+		Progress: byteReader(a, got),
+		Polls:    polls.Load,
+		Events:   func(int) uint32 { return unix.EPOLLIN },
+		Wanted:   wanted.Load,
+		WG:       &wg,
 	}, a)
 	require.NoError(t, err)
 
 	_, err = unix.Write(b, []byte{1})
 	require.NoError(t, err)
-	select {
-	case c := <-got:
-		require.Equal(t, byte(1), c)
-	case <-time.After(10 * time.Second):
-		t.Fatal("no progress for a readable socket while nobody polls")
-	}
+	wantByte(t, got, 1, "no progress for a readable socket while nobody polls")
 
 	wanted.Store(false)
 	p.Kick()
 	time.Sleep(5 * PollWindow) // let it settle into waiting for a Kick
 	_, err = unix.Write(b, []byte{2})
 	require.NoError(t, err)
-	select {
-	case <-got:
-		t.Fatal("progress ran while Wanted was false")
-	case <-time.After(20 * PollWindow):
-	}
+	wantNone(t, got, "progress ran while Wanted was false")
 	wanted.Store(true)
 	p.Kick()
-	select {
-	case c := <-got:
-		require.Equal(t, byte(2), c)
-	case <-time.After(10 * time.Second):
-		t.Fatal("no progress after Kick with Wanted true")
-	}
+	wantByte(t, got, 2, "no progress after Kick with Wanted true")
 
 	p.Halt()
 	wg.Wait()
@@ -91,35 +103,21 @@ func TestOnKick(t *testing.T) {
 		got   = make(chan byte, 16)
 	)
 	p, err := Start(Config{
-		Name: "test",
-		Progress: func() {
-			var buf [1]byte
-			if n, _ := unix.Read(a, buf[:]); n == 1 {
-				got <- buf[0]
-			}
-		},
-		Polls:  polls.Load,
-		Events: func(int) uint32 { return unix.EPOLLIN },
-		OnKick: true,
-		WG:     &wg,
+		Name:     "test",
+		Progress: byteReader(a, got),
+		Polls:    polls.Load,
+		Events:   func(int) uint32 { return unix.EPOLLIN },
+		OnKick:   true,
+		WG:       &wg,
 	}, a)
 	require.NoError(t, err)
 	defer func() { p.Halt(); wg.Wait() }()
 
 	_, err = unix.Write(b, []byte{1})
 	require.NoError(t, err)
-	select {
-	case <-got:
-		t.Fatal("progress ran before any Kick")
-	case <-time.After(20 * PollWindow):
-	}
+	wantNone(t, got, "progress ran before any Kick")
 	p.Kick()
-	select {
-	case c := <-got:
-		require.Equal(t, byte(1), c)
-	case <-time.After(10 * time.Second):
-		t.Fatal("no progress after Kick")
-	}
+	wantByte(t, got, 1, "no progress after Kick")
 
 	// The application polls for a while, then computes.
 	for end := time.Now().Add(200 * PollWindow); time.Now().Before(end); {
@@ -128,16 +126,7 @@ func TestOnKick(t *testing.T) {
 	}
 	_, err = unix.Write(b, []byte{2})
 	require.NoError(t, err)
-	select {
-	case <-got:
-		t.Fatal("progress ran after the application polled, with no Kick since")
-	case <-time.After(20 * PollWindow):
-	}
+	wantNone(t, got, "progress ran after the application polled, with no Kick since")
 	p.Kick()
-	select {
-	case c := <-got:
-		require.Equal(t, byte(2), c)
-	case <-time.After(10 * time.Second):
-		t.Fatal("no progress after the second Kick")
-	}
+	wantByte(t, got, 2, "no progress after the second Kick")
 }
