@@ -1,12 +1,12 @@
 module github.com/gofabric/gofabric
 
-go 1.26.8
+go 1.26
 
 require (
 	github.com/cockroachdb/errors v1.14.0
 	github.com/stretchr/testify v1.12.1
 	go.uber.org/goleak v1.3.0
-	golang.org/x/sys v0.49.0
+	golang.org/x/sys v0.47.0
 )
 
 require (
