@@ -128,6 +128,5 @@
 // left by a killed run are deleted by the next. The member processes
 // start from inside, so they share the namespace. Creating a namespace
 // needs root and ip(8): without them the group is skipped with the
-// reason, except when the CI environment variable is set, where it
-// fails. Config.SingleProcess skips the group.
+// reason, except when GOFABRIC_STRICT=1 is set, where it fails. Config.SingleProcess skips the group.
 package fabtests

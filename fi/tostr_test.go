@@ -19,7 +19,7 @@ import (
 // cTostr builds testdata/tostr/tostr.c against the installed libfabric and
 // returns a function that sends it one request line and returns what C's
 // fi_tostr printed. Without gcc or libfabric's headers it skips the test,
-// unless the CI environment variable is set.
+// unless GOFABRIC_STRICT is set.
 func cTostr(tb testing.TB, requests []string) []string {
 	tb.Helper()
 	skip := func(format string, args ...any) {

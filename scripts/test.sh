@@ -1,69 +1,126 @@
 #!/usr/bin/env bash
 # The project's test command (the README's second command): formatting,
-# vet, staticcheck, the race-enabled test suite, and the pure-Go build.
-# Needs only Go; staticcheck is fetched through the module proxy when it is
-# not on PATH. Tests that compare with C libfabric need the Debian packages
-# libfabric-bin and libfabric-dev (.ci/run installs them); without them those
-# tests skip, except when CI is set.
+# vet, staticcheck, the race-enabled test suite, the verbs build and its
+# VM run, the fuzz smoke and the pure-Go build.
+#
+# Needs only Go and a Debian machine. What else it uses it gets itself:
+#   - staticcheck, through the Go module proxy when it is not on PATH;
+#   - Debian packages (gcc for -race and the C peers, libfabric-bin and
+#     libfabric-dev for the C references, iproute2 and nftables for the
+#     network-namespace tests, rdma-core's headers for the verbs build):
+#     installed with apt-get when run as root, otherwise named, and the
+#     tests that need them skip with the reason.
+#
+# One switch decides whether a missing external piece fails or skips:
+# GOFABRIC_STRICT=1 (.ci/run sets it) makes every test that needs a
+# missing tool, root, a network namespace, the C fabtests (FABTESTS_BIN)
+# or the Soft-RoCE VM (VERBS_VM) fail instead of skip.
+#
+# Environment: GOFABRIC_STRICT, FABTESTS_BIN, VERBS_VM (the VM script of
+# the verbs tests; unset skips the VM run), GOFABRIC_NO_APT=1 (never call
+# apt-get), FUZZTIME (default 100000x).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 STATICCHECK_VERSION=v0.8.2
 step() { printf '\n=== %s\n' "$*"; }
+strict() { case "${GOFABRIC_STRICT:-}" in 1 | t | T | true | TRUE | True) return 0 ;; esac; return 1; }
+# missing WHAT: skips the piece with a message, or fails under GOFABRIC_STRICT.
+missing() {
+	if strict; then
+		echo "GOFABRIC_STRICT is set and a needed piece is missing: $*" >&2
+		exit 1
+	fi
+	echo "skipped: $*"
+}
+
+step "Debian packages"
+# The package each piece comes from, keyed by a file it installs.
+declare -A pkgfile=(
+	[gcc]=/usr/bin/gcc
+	[libc6-dev]=/usr/include/stdio.h
+	[libfabric-bin]=/usr/bin/fi_info
+	[libfabric-dev]=/usr/include/rdma/fabric.h
+	[iproute2]=/usr/sbin/ip
+	[nftables]=/usr/sbin/nft
+	[libibverbs-dev]=/usr/include/infiniband/verbs.h
+	[librdmacm-dev]=/usr/include/rdma/rdma_cma.h
+)
+need=()
+for p in gcc libc6-dev libfabric-bin libfabric-dev iproute2 nftables libibverbs-dev librdmacm-dev; do
+	[ -e "${pkgfile[$p]}" ] || need+=("$p")
+done
+if [ ${#need[@]} -eq 0 ]; then
+	echo "all present"
+elif [ "$(id -u)" = 0 ] && [ -z "${GOFABRIC_NO_APT:-}" ] && command -v apt-get >/dev/null 2>&1; then
+	echo "installing ${need[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+else
+	echo "missing Debian packages: ${need[*]}"
+	echo "  (as root: apt-get install ${need[*]}); the tests that need them skip"
+fi
+export PATH="$PATH:/usr/sbin:/sbin"
+# -race needs cgo, and cgo needs a C compiler.
+race=-race
+if ! command -v gcc >/dev/null 2>&1; then
+	missing "gcc (Debian package gcc): the tests run without -race"
+	race=
+fi
 
 step "gofmt -l"
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
 if [ -n "$unformatted" ]; then
-	echo "gofmt would change:"; echo "$unformatted"; exit 1
+	echo "gofmt would change:"
+	echo "$unformatted"
+	exit 1
 fi
 
 step "go vet ./..."
 go vet ./...
 
 step "staticcheck ./..."
-staticcheck() {
-	if command -v staticcheck >/dev/null 2>&1; then
-		command staticcheck "$@"
-	else
-		go run "honnef.co/go/tools/cmd/staticcheck@${STATICCHECK_VERSION}" "$@"
-	fi
-}
+# The one on PATH when there is one, otherwise the pinned version through
+# the module proxy (built once into Go's cache).
+if sc=$(type -P staticcheck); then
+	staticcheck() { "$sc" "$@"; }
+else
+	staticcheck() { go run "honnef.co/go/tools/cmd/staticcheck@${STATICCHECK_VERSION}" "$@"; }
+fi
 staticcheck ./...
 
 step "CGO_ENABLED=0 go build ./..."
 CGO_ENABLED=0 go build ./...
 
-step "go test -race -shuffle=on ./..."
-go test -race -shuffle=on -timeout 20m ./...
+step "go test $race -shuffle=on ./..."
+go test $race -shuffle=on -timeout 20m ./...
 
 step "verbs provider: build tag, and its tests in the Soft-RoCE VM"
 # The verbs implementation needs cgo and rdma-core's headers (build tag
 # verbs); its tests need an RDMA device, which these hosts get only inside
-# the qemu guest of ../shared/tools/verbs-vm (Soft-RoCE, rxe0).
-vm=../shared/tools/verbs-vm/run-in-vm.sh
-if [ ! -f /usr/include/infiniband/verbs.h ] || [ ! -f /usr/include/rdma/rdma_cma.h ]; then
-	[ -z "${CI:-}" ] || { echo "CI: libibverbs-dev and librdmacm-dev are missing"; exit 1; }
-	echo "skipped: libibverbs-dev/librdmacm-dev not installed"
+# a qemu guest with Soft-RoCE (rxe0): VERBS_VM names the script that runs
+# a test binary there (.ci/run passes it).
+if [ ! -f /usr/include/infiniband/verbs.h ] || [ ! -f /usr/include/rdma/rdma_cma.h ] || [ -z "$race" ]; then
+	missing "the verbs build: needs gcc, libibverbs-dev and librdmacm-dev"
 else
 	verbs_pkgs=(./providers/verbs/... ./cmd/fi_pingpong/...)
 	go vet -tags verbs "${verbs_pkgs[@]}"
 	staticcheck -tags verbs "${verbs_pkgs[@]}"
-	if [ -x "$vm" ] && command -v qemu-system-x86_64 >/dev/null 2>&1 && command -v mmdebstrap >/dev/null 2>&1; then
+	if [ -n "${VERBS_VM:-}" ] && [ -x "${VERBS_VM}" ]; then
 		export VERBS_VM_DIR=${VERBS_VM_DIR:-$PWD/.vm-cache}
 		# The guest gets gcc and libfabric-dev so that the interop test can
-		# compile its C peer there; CI (when set) reaches the guest, where
+		# compile its C peer there; GOFABRIC_STRICT reaches the guest, where
 		# a missing C reference then fails instead of skipping.
 		export VERBS_VM_PACKAGES=${VERBS_VM_PACKAGES:-gcc,libc6-dev,libfabric-dev}
-		vmexec="$(cd "$(dirname "$vm")" && pwd)/$(basename "$vm") -e CI"
+		vmexec="$(cd "$(dirname "$VERBS_VM")" && pwd)/$(basename "$VERBS_VM") -e GOFABRIC_STRICT"
 		# The provider's tests (fabtests cm, msg, rma and the C CM peer
 		# included), then Go and C fi_pingpong -p verbs -e msg against each
 		# other in the guest.
 		go test -race -tags verbs -count=1 -exec "$vmexec" ./providers/verbs/...
 		go test -race -tags verbs -count=1 -run Verbs -exec "$vmexec" ./cmd/fi_pingpong/internal/pingpong/
-	elif [ -n "${CI:-}" ]; then
-		echo "CI: the Soft-RoCE VM is not available ($vm setup installs it)"; exit 1
 	else
-		echo "skipped the VM run: needs $vm and its setup (qemu-system-x86, mmdebstrap)"
+		missing "the Soft-RoCE VM run of the verbs tests: VERBS_VM does not name its script (.ci/run passes it)"
 		go test -tags verbs -count=1 ./providers/verbs/...
 	fi
 fi

@@ -18,7 +18,7 @@ import (
 // C libfabric 1.17's tcp provider reports on this machine (fi_info -v -p tcp
 // -t FI_EP_MSG): the same entries, each with the same domain and fabric
 // names, addresses and attributes, in the same order. It needs the C
-// fi_info; without it the test skips, unless CI is set.
+// fi_info; without it the test skips, unless GOFABRIC_STRICT is set.
 func TestMatchesCProvider(t *testing.T) {
 	path := reftest.Tool(t, "fi_info", "libfabric-bin")
 	var err error

@@ -19,7 +19,7 @@ import (
 // -p udp -t FI_EP_DGRAM), with and without FI_UDP_IFACE: the same entries,
 // each with the same domain and fabric names, addresses and attributes, in
 // the same order; where C declines the caps, gofabric declines too. It
-// needs the C fi_info; without it the test skips, unless CI is set.
+// needs the C fi_info; without it the test skips, unless GOFABRIC_STRICT is set.
 func TestMatchesCProvider(t *testing.T) {
 	path := reftest.Tool(t, "fi_info", "libfabric-bin")
 	for _, iface := range []string{"", "lo"} {

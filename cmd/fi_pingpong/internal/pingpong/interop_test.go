@@ -18,7 +18,7 @@ import (
 )
 
 // cPingpong returns the path of the C fi_pingpong, skipping the test when
-// it is not installed (failing under CI, which installs it).
+// it is not installed (failing under GOFABRIC_STRICT: .ci/run installs it).
 func cPingpong(t testing.TB) string {
 	t.Helper()
 	return reftest.Tool(t, "fi_pingpong", "libfabric-bin")
