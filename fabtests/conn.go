@@ -154,14 +154,6 @@ func (s *suite) openPeer(t testing.TB, role string, fabric fi.Fabric, info *fi.I
 	p.cq, err = eq.OpenCQ(p.domain, &eq.CQAttr{Format: eq.FormatData})
 	skipIfAbsent(t, err, "completion queues")
 	keep(t, p.cq)
-	if o.counters {
-		p.txCntr, err = eq.OpenCounter(p.domain, nil)
-		skipIfAbsent(t, err, "counters")
-		keep(t, p.txCntr)
-		p.rxCntr, err = eq.OpenCounter(p.domain, nil)
-		require.NoError(t, err, "%s: open counter", role)
-		keep(t, p.rxCntr)
-	}
 	p.ep, err = ep.Open(p.domain, info)
 	skipIfAbsent(t, err, "active endpoints")
 	keep(t, p.ep)
@@ -178,11 +170,29 @@ func (s *suite) openPeer(t testing.TB, role string, fabric fi.Fabric, info *fi.I
 		require.NoError(t, p.ep.Bind(p.cq, fi.FlagSend|fi.FlagRecv), "%s: bind cq", role)
 	}
 	if o.counters {
-		require.NoError(t, p.ep.Bind(p.txCntr, fi.FlagSend), "%s: bind send counter", role)
-		require.NoError(t, p.ep.Bind(p.rxCntr, fi.FlagRecv), "%s: bind receive counter", role)
+		p.bindCounters(t)
 	}
 	require.NoError(t, p.ep.Enable(), "%s: enable", role)
 	return p
+}
+
+// bindCounters opens a send and a receive counter on x's domain and
+// binds them to x's endpoint, not yet enabled; it skips when the domain
+// has no counters.
+func (x *peer) bindCounters(t testing.TB) {
+	t.Helper()
+	var err error
+	x.txCntr, err = eq.OpenCounter(x.domain, nil)
+	skipIfAbsent(t, err, "counters")
+	keep(t, x.txCntr)
+	x.rxCntr, err = eq.OpenCounter(x.domain, nil)
+	require.NoError(t, err, "%s: open counter", x.role)
+	keep(t, x.rxCntr)
+	require.NoError(t, x.ep.Bind(x.txCntr, fi.FlagSend), "%s: bind send counter", x.role)
+	require.NoError(t, x.ep.Bind(x.rxCntr, fi.FlagRecv), "%s: bind receive counter", x.role)
+	// Cleanups run last-in first-out: the endpoint, opened before the
+	// counters, must close before them.
+	keep(t, x.ep)
 }
 
 // client opens the connecting side for the listener's address: GetInfo

@@ -34,11 +34,19 @@ func (s *suite) dgramInfo(t testing.TB, caps fi.Caps) *fi.Info {
 	return infos[0]
 }
 
+// dgramOpts selects what datagram endpoints are opened with.
+type dgramOpts struct {
+	// eq opens an event queue and binds it (multicast joins need one).
+	eq bool
+	// counters opens and binds a send and a receive counter.
+	counters bool
+}
+
 // openDgram opens an endpoint for info with its own fabric, domain,
 // address vector and completion queue (format data), and with an event
-// queue bound to it when withEQ, binds and enables it and reads its name.
+// queue and counters as o says, binds and enables it and reads its name.
 // role names it in failure messages.
-func (s *suite) openDgram(t testing.TB, role string, info *fi.Info, withEQ bool) *rdmPeer {
+func (s *suite) openDgram(t testing.TB, role string, info *fi.Info, o dgramOpts) *rdmPeer {
 	t.Helper()
 	x := &rdmPeer{peer: &peer{role: role, info: info}}
 	x.mrLocal = info.DomainAttr.MRMode&fi.MRModeLocal != 0
@@ -46,7 +54,7 @@ func (s *suite) openDgram(t testing.TB, role string, info *fi.Info, withEQ bool)
 	x.fabric, err = fi.OpenFabric(info)
 	require.NoError(t, err, "%s: open fabric", role)
 	keep(t, x.fabric)
-	if withEQ {
+	if o.eq {
 		x.eq, err = eq.OpenEQ(x.fabric, &eq.Attr{})
 		skipIfAbsent(t, err, "event queues")
 		keep(t, x.eq)
@@ -71,11 +79,14 @@ func (s *suite) openDgram(t testing.TB, role string, info *fi.Info, withEQ bool)
 	if !ok {
 		t.Skipf("provider's endpoint %T has no address (ep.Namer)", x.ep)
 	}
-	if withEQ {
+	if o.eq {
 		require.NoError(t, x.ep.Bind(x.eq, 0), "%s: bind eq", role)
 	}
 	require.NoError(t, x.ep.Bind(x.av, 0), "%s: bind av", role)
 	require.NoError(t, x.ep.Bind(x.cq, fi.FlagSend|fi.FlagRecv), "%s: bind cq", role)
+	if o.counters {
+		x.bindCounters(t)
+	}
 	require.NoError(t, x.ep.Enable(), "%s: enable", role)
 	x.name = name(t, n)
 	return x
@@ -83,11 +94,11 @@ func (s *suite) openDgram(t testing.TB, role string, info *fi.Info, withEQ bool)
 
 // dgram opens one datagram endpoint per role for info (see openDgram).
 // No address is inserted yet.
-func (s *suite) dgram(t testing.TB, info *fi.Info, withEQ bool, roles ...string) *mesh {
+func (s *suite) dgram(t testing.TB, info *fi.Info, o dgramOpts, roles ...string) *mesh {
 	t.Helper()
 	m := &mesh{s: s, addr: make([][]fi.Addr, len(roles))}
 	for i, r := range roles {
-		m.peers = append(m.peers, s.openDgram(t, r, info, withEQ))
+		m.peers = append(m.peers, s.openDgram(t, r, info, o))
 		m.addr[i] = slices.Repeat([]fi.Addr{fi.AddrUnspec}, len(roles))
 	}
 	return m
@@ -97,7 +108,7 @@ func (s *suite) dgram(t testing.TB, info *fi.Info, withEQ bool, roles ...string)
 // other's AV.
 func (s *suite) dgramPair(t testing.TB) *mesh {
 	t.Helper()
-	m := s.dgram(t, s.dgramInfo(t, 0), false, "a", "b")
+	m := s.dgram(t, s.dgramInfo(t, 0), dgramOpts{}, "a", "b")
 	m.connect(t)
 	return m
 }
@@ -127,7 +138,7 @@ func testDgram(t *testing.T, s *suite) {
 			x.requireCQEmpty(t)
 		}
 	}, func(t *testing.T) {
-		m := s.dgram(t, s.dgramInfo(t, 0), false, "parent")
+		m := s.dgram(t, s.dgramInfo(t, 0), dgramOpts{}, "parent")
 		x := m.peers[0]
 		l := s.spawn(t, m.poll)
 		child := exchangeNames(t, l, x)
@@ -147,7 +158,7 @@ func testDgram(t *testing.T, s *suite) {
 		x.requireCQEmpty(t)
 		l.finish(t)
 	}, func(t *testing.T, l *link) {
-		m := s.dgram(t, s.dgramInfo(t, 0), false, "child")
+		m := s.dgram(t, s.dgramInfo(t, 0), dgramOpts{}, "child")
 		x := m.peers[0]
 		l.poll = m.poll
 		parent := exchangeNames(t, l, x)
@@ -238,7 +249,7 @@ func testDgram(t *testing.T, s *suite) {
 		if info.Caps&fi.CapSource == 0 {
 			t.Skipf("provider's Info lacks FI_SOURCE: %v", info.Caps)
 		}
-		m := s.dgram(t, info, false, "receiver", "known", "stranger")
+		m := s.dgram(t, info, dgramOpts{}, "receiver", "known", "stranger")
 		m.insertPeer(t, 0, 1)
 		m.insertPeer(t, 1, 0)
 		m.insertPeer(t, 2, 0)

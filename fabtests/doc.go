@@ -94,6 +94,28 @@
 //     message arrives once, intact and in order, and every operation
 //     succeeds; with it, lost, failed and duplicated (at most twice)
 //     messages are tolerated, reordering is not.
+//   - close-while-waiting: for FI_EP_MSG, FI_EP_RDM (also named by node
+//     and service with FI_SOURCE) and FI_EP_DGRAM, a goroutine blocks in
+//     CQ.SRead or Counter.Wait with a receive posted while another
+//     closes the endpoint, at several moments: the blocked call returns
+//     (fi.EAVAIL, the cancelled receive's error entry, or fi.ECANCELED;
+//     a cancelled receive counts as an error on the receive counter),
+//     Close returns, nothing crashes.
+//   - wait-sizes: for each endpoint type and each wait style (busy
+//     polling with Read, CQ.SRead, Counter.Wait), sizes from 1 byte
+//     around the inject size and the 16 and 64 KiB bounce-buffer sizes
+//     to 1 MiB: a receiver goroutine and the sender wait at the same
+//     time, three messages each, every byte checked; a provider whose
+//     progress on one side must wake the other hangs here.
+//   - peer-killed: a peer process is killed (SIGKILL) while the
+//     survivor blocks in CQ.SRead with operations in flight to it: the
+//     blocked read returns with those operations' entries within
+//     Config.Timeout, an FI_EP_MSG survivor gets its eq.Shutdown, and an
+//     FI_EP_RDM survivor goes on with another peer.
+//   - burst: Config.Burst (100) clients connect to one passive endpoint
+//     at once and all are accepted, and as many RDM peers send their
+//     first message to one endpoint at once with no error but
+//     fi.EAGAIN reaching them.
 //
 // # Two processes
 //

@@ -27,6 +27,8 @@ type rdmOpts struct {
 	// av is the address vector type; FI_AV_UNSPEC takes the Info's
 	// DomainAttr.AVType, else FI_AV_MAP.
 	av fi.AVType
+	// counters opens and binds a send and a receive counter.
+	counters bool
 }
 
 // rdmPeer is one RDM endpoint with its own fabric, domain, address vector
@@ -100,6 +102,9 @@ func (s *suite) openRDM(t testing.TB, role string, info *fi.Info, o rdmOpts) *rd
 	}
 	require.NoError(t, x.ep.Bind(x.av, 0), "%s: bind av", role)
 	require.NoError(t, x.ep.Bind(x.cq, fi.FlagSend|fi.FlagRecv), "%s: bind cq", role)
+	if o.counters {
+		x.bindCounters(t)
+	}
 	require.NoError(t, x.ep.Enable(), "%s: enable", role)
 	x.name = name(t, n)
 	return x

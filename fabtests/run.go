@@ -48,6 +48,10 @@ type Config struct {
 	// group then tolerates lost, duplicated and failed operations, but
 	// never hangs or corruption.
 	Faults bool
+	// Burst is the size of the burst group: how many clients connect to
+	// one passive endpoint at once, and how many RDM peers send their
+	// first message to one endpoint at once. Zero means 100.
+	Burst int
 }
 
 // group is one named set of tests.
@@ -75,6 +79,10 @@ var groups = []group{
 	{"concurrency", testConcurrency},
 	{"badinput", testBadInput},
 	{"faults", testFaults},
+	{"close-while-waiting", testCloseWhileWaiting},
+	{"wait-sizes", testWaitSizes},
+	{"peer-killed", testPeerKilled},
+	{"burst", testBurst},
 }
 
 // Groups returns the names of the suite's groups, in the order Run runs
@@ -106,6 +114,10 @@ func Run(t *testing.T, cfg Config) {
 	s := &suite{cfg: cfg}
 	if s.peerTest = os.Getenv(peerEnv); s.peerTest != "" {
 		s.runPeer(t)
+		return
+	}
+	if s.planning() {
+		s.plan(t)
 		return
 	}
 	warmNetpoller(t)
@@ -197,6 +209,10 @@ func (s *suite) run(t *testing.T, name string, f func(t *testing.T)) {
 	if s.peerTest != "" {
 		return
 	}
+	if s.planning() {
+		t.Run(name, func(*testing.T) {})
+		return
+	}
 	t.Run(name, func(t *testing.T) {
 		if why, ok := s.cfg.Exclude[relName(t.Name())]; ok {
 			t.Skipf("excluded by the provider's configuration: %s", why)
@@ -242,7 +258,7 @@ func skipIfAbsent(t testing.TB, err error, what string) {
 }
 
 // requireCoded fails unless err carries an Errno that is not EOTHER: every
-// public error of a provider must (the rule of ARCHITECTURE.md §4).
+// public error of a provider must (docs/architecture.md, §4).
 func requireCoded(t testing.TB, err error) {
 	t.Helper()
 	require.Error(t, err)
