@@ -41,7 +41,9 @@ type Counter interface {
 	SetErr(v uint64) error
 	// Wait blocks until the success count reaches threshold
 	// (fi_cntr_wait). It returns fi.EAVAIL if the error count changes
-	// while waiting, and ctx's error when ctx ends first.
+	// while waiting, and fi.ContextError's error (context.DeadlineExceeded
+	// and fi.ETIMEDOUT, or context.Canceled and fi.ECANCELED) when ctx
+	// ends first.
 	Wait(ctx context.Context, threshold uint64) error
 }
 

@@ -124,8 +124,9 @@ type CompletionQueue interface {
 	// ReadErr removes and returns the next error entry (fi_cq_readerr), or
 	// bare fi.EAGAIN when none is at the head.
 	ReadErr() (*CQError, error)
-	// SRead is the blocking Read (fi_cq_sread); it returns ctx's error when
-	// ctx ends first.
+	// SRead is the blocking Read (fi_cq_sread); it returns
+	// fi.ContextError's error (context.DeadlineExceeded and fi.ETIMEDOUT,
+	// or context.Canceled and fi.ECANCELED) when ctx ends first.
 	SRead(ctx context.Context, entries []Completion) (int, error)
 }
 

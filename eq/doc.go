@@ -10,8 +10,19 @@
 // error types unwrap to their fi.Errno, so errors.Is(err, fi.ETRUNC) works.
 //
 // Blocking reads (SRead, Counter.Wait) take a context first; a deadline or
-// cancellation ends the wait with the context's error, which fi.Code maps to
-// fi.ETIMEDOUT or fi.ECANCELED.
+// cancellation ends the wait with fi.ContextError's error, which matches
+// both Go's and libfabric's names for it: errors.Is(err,
+// context.DeadlineExceeded) and errors.Is(err, fi.ETIMEDOUT) after a
+// deadline, errors.Is(err, context.Canceled) and errors.Is(err,
+// fi.ECANCELED) after a cancel.
+//
+// # Closing
+//
+// A queue or counter that endpoints are bound to cannot close: Close
+// returns an error with fi.EBUSY in its chain that says what holds it
+// ("tcp: close cq: 2 endpoints still bound"), as fi_close(3) returns
+// -FI_EBUSY; close the endpoints first. Close is a control path, so the
+// error is wrapped; compare with errors.Is(err, fi.EBUSY).
 //
 // # Opening
 //

@@ -42,7 +42,9 @@ type EventQueue interface {
 	// fi.FlagWrite in the queue's attributes.
 	Write(ev Event) error
 	// SRead is the blocking Read (fi_eq_sread): it waits for an event until
-	// ctx is done and then returns ctx's error.
+	// ctx is done and then returns fi.ContextError's error
+	// (context.DeadlineExceeded and fi.ETIMEDOUT, or context.Canceled and
+	// fi.ECANCELED).
 	SRead(ctx context.Context) (Event, error)
 }
 

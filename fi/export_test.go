@@ -35,3 +35,12 @@ func ResetLogForTest(tb testing.TB) {
 	reset()
 	tb.Cleanup(reset)
 }
+
+// TostrBits prints v of the bit set type typ ("caps", "op_flags", "mode",
+// "msg_order", "mr_mode") exactly as fi_tostr does, as Info.String prints
+// it.
+func TostrBits(typ string, v uint64) string {
+	names := map[string][]bitName{"caps": capNames, "op_flags": opFlagNames, "mode": modeNames,
+		"msg_order": orderNames, "mr_mode": mrModeNames}[typ]
+	return bitsString(v, names)
+}

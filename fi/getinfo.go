@@ -115,8 +115,15 @@ type ProviderReason struct {
 	// Reason says why, e.g. "ep type FI_EP_DGRAM not supported" or
 	// "excluded by FI_PROVIDER=^shm".
 	Reason string
+	// Hint is advice for the user, when there is some: what to change so
+	// that the provider answers ("rebuild with the build tag 'verbs'",
+	// "set hints.Mode"). GetInfo attaches it to its error with
+	// errors.WithHint, so errors.GetAllHints and errors.FlattenHints of
+	// cockroachdb/errors find it.
+	Hint string
 	// Err is the error the provider returned, when it returned one that
-	// is not a *NoMatchError; nil otherwise.
+	// is not a *NoMatchError; nil otherwise. Its own hints, if any, are
+	// attached to GetInfo's error too.
 	Err error
 }
 
@@ -183,9 +190,14 @@ func GetInfo(ctx context.Context, node, service string, flags Flags, hints *Info
 // so "tcp" keeps "tcp;ofi_rxm" entries and "tcp;ofi_rxm" keeps only those.
 // A provider whose entries none of them could select is not asked.
 //
-// When nothing matches, the error is a *NoMatchError (ENODATA) that gives
-// each provider's reason. A done ctx stops the search between providers
-// with ECANCELED or ETIMEDOUT.
+// When nothing matches, the error has a *NoMatchError (ENODATA) in its
+// chain that gives each provider's reason; the advice that goes with the
+// reasons is attached with errors.WithHint (cockroachdb/errors'
+// GetAllHints finds it): the hints of the providers' reasons and errors,
+// how to register a provider when none is, and what left every provider
+// out when FI_PROVIDER or hints.FabricAttr.ProvName did. A done ctx stops
+// the search between providers with fi.ContextError's error (ECANCELED or
+// ETIMEDOUT, and the context's own error).
 func GetInfoFrom(ctx context.Context, provs []Provider, node, service string, flags Flags, hints *Info) ([]*Info, error) {
 	if err := checkGetInfoArgs(node, service, flags, hints); err != nil {
 		return nil, err
@@ -210,18 +222,22 @@ func GetInfoFrom(ctx context.Context, provs []Provider, node, service string, fl
 	var (
 		out     []*Info
 		reasons []ProviderReason
+		// filtered counts the reasons that are a filter's.
+		filtered int
 	)
 	for _, p := range provs {
-		if err := ctx.Err(); err != nil {
-			return nil, wrapf(Code(err), "fi: getinfo: %v", err)
+		if err := ContextError(ctx); err != nil {
+			return nil, errors.Wrap(err, "fi: getinfo")
 		}
 		name := p.Name()
 		switch {
 		case !env.mayAllow(name, known):
 			reasons = append(reasons, ProviderReason{Provider: name, Reason: env.declined(envWhat)})
+			filtered++
 			continue
 		case !hintSel.mayAllow(name, known):
 			reasons = append(reasons, ProviderReason{Provider: name, Reason: hintSel.declined(hintWhat)})
+			filtered++
 			continue
 		case flags&FlagProvAttrOnly != 0:
 			info := (*Info)(nil).Clone()
@@ -232,8 +248,8 @@ func GetInfoFrom(ctx context.Context, provs []Provider, node, service string, fl
 		}
 		infos, err := p.GetInfo(ctx, node, service, flags, hints)
 		if err != nil {
-			if cerr := ctx.Err(); cerr != nil {
-				return nil, wrapf(Code(cerr), "fi: getinfo: %v", cerr)
+			if cerr := ContextError(ctx); cerr != nil {
+				return nil, errors.Wrap(cerr, "fi: getinfo")
 			}
 			if Code(err) == ENODATA {
 				log.Info("getinfo: provider declined", "provider", name, "err", err)
@@ -243,22 +259,69 @@ func GetInfoFrom(ctx context.Context, provs []Provider, node, service string, fl
 			reasons = appendReasons(reasons, name, err)
 			continue
 		}
-		kept, reason := filterInfos(p, infos, env, envWhat, hintSel, hintWhat)
+		kept, reason, byFilter := filterInfos(p, infos, env, envWhat, hintSel, hintWhat)
 		if len(kept) == 0 {
 			reasons = append(reasons, ProviderReason{Provider: name, Reason: reason})
+			if byFilter {
+				filtered++
+			}
 		}
 		out = append(out, kept...)
 	}
 	if len(out) == 0 {
-		return nil, &NoMatchError{Reasons: reasons}
+		var filters []string
+		if len(env.names) > 0 {
+			filters = append(filters, envWhat)
+		}
+		if len(hintSel.names) > 0 {
+			filters = append(filters, hintWhat)
+		}
+		return nil, noMatch(provs, reasons, filtered, strings.Join(filters, " and "))
 	}
 	return out, nil
+}
+
+// noMatch returns GetInfo's error when nothing matched: a NoMatchError of
+// reasons with their hints attached, and advice of its own when no
+// provider is registered, or when filtered of the reasons, all of them,
+// are those of filters (FI_PROVIDER, hints prov name).
+func noMatch(provs []Provider, reasons []ProviderReason, filtered int, filters string) error {
+	var err error = &NoMatchError{Reasons: reasons}
+	var hints []string
+	add := func(h string) {
+		if h != "" && !slices.Contains(hints, h) {
+			hints = append(hints, h)
+		}
+	}
+	switch {
+	case len(provs) == 0:
+		add(`no provider is registered: import one for its side effect, as in import _ "github.com/gofabric/gofabric/providers/all"`)
+	case filtered == len(reasons) && filters != "":
+		names := make([]string, len(provs))
+		for i, p := range provs {
+			names[i] = p.Name()
+		}
+		add(filters + " left out every provider: name one of the registered providers (" +
+			strings.Join(names, ", ") + "), or unset FI_PROVIDER and hints.FabricAttr.ProvName to ask them all")
+	}
+	for _, r := range reasons {
+		add(r.Hint)
+		if r.Err != nil {
+			for _, h := range errors.GetAllHints(r.Err) {
+				add(h)
+			}
+		}
+	}
+	for _, h := range hints {
+		err = errors.WithHint(err, h)
+	}
+	return err
 }
 
 // checkGetInfoArgs validates GetInfo's arguments.
 func checkGetInfoArgs(node, service string, flags Flags, hints *Info) error {
 	if bad := flags &^ getInfoFlags; bad != 0 {
-		return wrapf(EBADFLAGS, "fi: getinfo: flags %#x are not getinfo flags", uint64(bad))
+		return wrapf(EBADFLAGS, "fi: getinfo: flags %v are not getinfo flags (want FI_SOURCE, FI_NUMERICHOST, FI_PROV_ATTR_ONLY)", bad)
 	}
 	if flags&FlagSource != 0 && node == "" && service == "" {
 		return wrapf(EINVAL, "fi: getinfo: FI_SOURCE needs a node or a service")
@@ -344,8 +407,9 @@ func appendReasons(reasons []ProviderReason, name string, err error) []ProviderR
 }
 
 // filterInfos fills in the provider fields of a provider's entries and
-// keeps those the filters select; when none is kept it says why.
-func filterInfos(p Provider, infos []*Info, env provFilter, envWhat string, hintSel provFilter, hintWhat string) ([]*Info, string) {
+// keeps those the filters select; when none is kept it says why, and
+// whether a filter left them out.
+func filterInfos(p Provider, infos []*Info, env provFilter, envWhat string, hintSel provFilter, hintWhat string) ([]*Info, string, bool) {
 	kept := infos[:0:0]
 	var envOut, hintOut []string
 	for _, info := range infos {
@@ -377,11 +441,11 @@ func filterInfos(p Provider, infos []*Info, env provFilter, envWhat string, hint
 	}
 	switch {
 	case len(kept) > 0:
-		return kept, ""
+		return kept, "", false
 	case len(envOut) > 0:
-		return nil, "entries " + strings.Join(envOut, ", ") + " " + env.declined(envWhat)
+		return nil, "entries " + strings.Join(envOut, ", ") + " " + env.declined(envWhat), true
 	case len(hintOut) > 0:
-		return nil, "entries " + strings.Join(hintOut, ", ") + " " + hintSel.declined(hintWhat)
+		return nil, "entries " + strings.Join(hintOut, ", ") + " " + hintSel.declined(hintWhat), true
 	}
-	return nil, "returned no entries"
+	return nil, "returned no entries", false
 }

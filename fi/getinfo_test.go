@@ -380,3 +380,55 @@ func TestProvNameMatches(t *testing.T) {
 		})
 	}
 }
+
+// TestGetInfoHints checks that the advice that goes with a GetInfo failure
+// reaches the user as cockroachdb/errors hints, and that wrapping the error
+// keeps them.
+func TestGetInfoHints(t *testing.T) {
+	t.Setenv("FI_PROVIDER", "")
+	hintsOf := func(err error) string {
+		t.Helper()
+		require.ErrorIs(t, err, fi.ENODATA)
+		var nm *fi.NoMatchError
+		require.ErrorAs(t, err, &nm, "the reasons stay reachable")
+		return errors.FlattenHints(errors.Wrapf(err, "app: find a fabric for %s", "rank 0"))
+	}
+	t.Run("no provider registered", func(t *testing.T) {
+		_, err := fi.GetInfoFrom(context.Background(), nil, "", "", 0, nil)
+		require.Contains(t, hintsOf(err), `import _ "github.com/gofabric/gofabric/providers/all"`)
+	})
+	t.Run("every provider filtered out", func(t *testing.T) {
+		t.Setenv("FI_PROVIDER", "tpc")
+		_, err := fi.GetInfoFrom(context.Background(), []fi.Provider{newGIProv("tcp"), newGIProv("udp")}, "", "", 0, nil)
+		h := hintsOf(err)
+		require.Contains(t, h, "FI_PROVIDER=tpc left out every provider")
+		require.Contains(t, h, "(tcp, udp)")
+
+		t.Setenv("FI_PROVIDER", "")
+		_, err = fi.GetInfoFrom(context.Background(), []fi.Provider{newGIProv("tcp")}, "", "", 0,
+			&fi.Info{FabricAttr: &fi.FabricAttr{ProvName: "shm"}})
+		require.Contains(t, hintsOf(err), `hints prov name "shm" left out every provider`)
+	})
+	t.Run("providers' hints", func(t *testing.T) {
+		provs := []fi.Provider{
+			&giProv{name: "a", fn: func(context.Context) ([]*fi.Info, error) {
+				return nil, &fi.NoMatchError{Reasons: []fi.ProviderReason{{Reason: "needs mode bits", Hint: "set hints.Mode"}}}
+			}},
+			&giProv{name: "b", fn: func(context.Context) ([]*fi.Info, error) {
+				return nil, errors.WithHint(errors.Wrap(fi.ENODATA, "b: built without it"), "rebuild with -tags b")
+			}},
+			&giProv{name: "c", fn: func(context.Context) ([]*fi.Info, error) {
+				return nil, &fi.NoMatchError{Reasons: []fi.ProviderReason{{Reason: "same advice", Hint: "set hints.Mode"}}}
+			}},
+		}
+		_, err := fi.GetInfoFrom(context.Background(), provs, "", "", 0, nil)
+		require.Equal(t, []string{"set hints.Mode", "rebuild with -tags b"}, errors.GetAllHints(err), "each hint once")
+		require.Equal(t, "set hints.Mode\n--\nrebuild with -tags b", hintsOf(err))
+		require.Equal(t, "fi: getinfo: no provider matched: a: needs mode bits; b: built without it; c: same advice", err.Error(),
+			"hints stay out of the message")
+	})
+	t.Run("no hint without advice", func(t *testing.T) {
+		_, err := fi.GetInfoFrom(context.Background(), []fi.Provider{&giProv{name: "a"}}, "", "", 0, nil)
+		require.Empty(t, hintsOf(err))
+	})
+}

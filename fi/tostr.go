@@ -6,6 +6,7 @@ import (
 	"math"
 	"net/netip"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -14,11 +15,17 @@ import (
 // fi_tostr(3) of libfabric 1.17 does, and the Parse functions that read
 // those names back (as fi_info(1) reads its -c, -m, -t and -a options).
 //
-// Bit sets print their known names joined by ", " in libfabric's order
-// (which is not always bit order), drop bits fi_tostr has no name for, and
-// print nothing for zero. Enums print their name, "Unknown" for values out
-// of range, and "Provider specific" where libfabric reserves the high bit
-// (FI_PROV_SPECIFIC) for providers.
+// Bit sets print their names joined by ", ": first the names fi_tostr
+// prints, in libfabric's order (which is not always bit order), then the
+// FI_* names of bits fi_tostr leaves out (FI_AV_USER_ID in caps, FI_SEND
+// in flags), then the bits that have no name at all as one hexadecimal
+// number ("0x400000000"). So String never drops a bit and never returns
+// "": zero prints as libfabric's name for it (FI_ORDER_NONE, FI_MR_UNSPEC)
+// or "0". Info.String and the attributes' String methods print exactly what
+// fi_tostr prints (fi_info -v output), dropping unnamed bits and printing
+// nothing for zero, as C does. Enums print their name, "Unknown" for
+// values out of range, and "Provider specific" where libfabric reserves the
+// high bit (FI_PROV_SPECIFIC) for providers.
 
 // bitName names one bit of a bit set.
 type bitName struct {
@@ -39,8 +46,11 @@ var capNames = []bitName{
 	{1 << 58, "FI_NAMED_RX_CTX"}, {1 << 59, "FI_DIRECTED_RECV"}, {1 << 47, "FI_HMEM"},
 }
 
-// capParseNames adds the capabilities fi_tostr does not print.
-var capParseNames = append([]bitName{{1 << 41, "FI_AV_USER_ID"}, {1 << 43, "FI_PEER"}}, capNames...)
+// capExtraNames are the capabilities fi_tostr does not print.
+var capExtraNames = []bitName{{1 << 41, "FI_AV_USER_ID"}, {1 << 43, "FI_PEER"}}
+
+// capParseNames are all capability names.
+var capParseNames = append(slices.Clone(capExtraNames), capNames...)
 
 // opFlagNames is FI_TYPE_OP_FLAGS in fi_tostr's print order.
 var opFlagNames = []bitName{
@@ -52,8 +62,10 @@ var opFlagNames = []bitName{
 	{1 << 29, "FI_AFFINITY"}, {1 << 59, "FI_CLAIM"}, {1 << 58, "FI_DISCARD"},
 }
 
-// flagParseNames adds the flags fi_tostr does not print as op flags.
-var flagParseNames = append([]bitName{
+// flagExtraNames are the flag names fi_tostr does not print as op flags,
+// in bit order; bits 58 and 59 print as FI_DISCARD and FI_CLAIM, so their
+// other names come last and are only parsed.
+var flagExtraNames = []bitName{
 	{1 << 1, "FI_MSG"}, {1 << 2, "FI_RMA"}, {1 << 3, "FI_TAGGED"}, {1 << 4, "FI_ATOMIC"},
 	{1 << 6, "FI_COLLECTIVE"}, {1 << 8, "FI_READ"}, {1 << 9, "FI_WRITE"},
 	{1 << 10, "FI_RECV"}, {1 << 11, "FI_SEND"}, {1 << 12, "FI_REMOTE_READ"},
@@ -66,7 +78,10 @@ var flagParseNames = append([]bitName{
 	{1 << 55, "FI_NUMERICHOST"}, {1 << 56, "FI_RMA_EVENT"}, {1 << 57, "FI_SOURCE"},
 	{1 << 58, "FI_NAMED_RX_CTX"}, {1 << 59, "FI_DIRECTED_RECV"},
 	{1 << 59, "FI_SELECTIVE_COMPLETION"}, {1 << 59, "FI_REG_MR"},
-}, opFlagNames...)
+}
+
+// flagParseNames are all flag names.
+var flagParseNames = append(slices.Clone(flagExtraNames), opFlagNames...)
 
 // modeNames is FI_TYPE_MODE in fi_tostr's print order.
 var modeNames = []bitName{
@@ -85,6 +100,9 @@ var orderNames = []bitName{
 	{1 << 36, "FI_ORDER_ATOMIC_RAR"}, {1 << 37, "FI_ORDER_ATOMIC_RAW"},
 	{1 << 38, "FI_ORDER_ATOMIC_WAR"}, {1 << 39, "FI_ORDER_ATOMIC_WAW"},
 }
+
+// orderExtraNames are the ordering bits fi_tostr's msg_order leaves out.
+var orderExtraNames = []bitName{{1 << 16, "FI_ORDER_DATA"}}
 
 // orderParseNames adds the names comp_order prints.
 var orderParseNames = append([]bitName{
@@ -108,13 +126,16 @@ var accessNames = []bitName{
 	{1 << 11, "FI_SEND"}, {1 << 12, "FI_REMOTE_READ"}, {1 << 13, "FI_REMOTE_WRITE"},
 }
 
-// appendBits appends the names of the bits of v, joined by ", ".
+// appendBits appends the names of the bits of v, joined by ", " (and
+// separated by ", " from what b holds). A bit with several names prints
+// the first.
 func appendBits(b []byte, v uint64, names []bitName) []byte {
-	sep := false
+	sep := len(b) > 0
 	for _, n := range names {
 		if v&n.bit == 0 {
 			continue
 		}
+		v &^= n.bit
 		if sep {
 			b = append(b, ", "...)
 		}
@@ -124,15 +145,53 @@ func appendBits(b []byte, v uint64, names []bitName) []byte {
 	return b
 }
 
+// bitsString prints v as fi_tostr does: the names of its bits, nothing for
+// bits without a name.
 func bitsString(v uint64, names []bitName) string { return string(appendBits(nil, v, names)) }
 
+// allBitsString prints every bit of v: the names fi_tostr prints (names),
+// then the names it leaves out (extra), then the remaining bits as one
+// hexadecimal number; zero prints as zero.
+func allBitsString(v uint64, names, extra []bitName, zero string) string {
+	if v == 0 {
+		return zero
+	}
+	b := appendBits(nil, v, names)
+	rest := v
+	for _, n := range names {
+		rest &^= n.bit
+	}
+	b = appendBits(b, rest, extra)
+	for _, n := range extra {
+		rest &^= n.bit
+	}
+	if rest != 0 {
+		if len(b) > 0 {
+			b = append(b, ", "...)
+		}
+		b = append(b, "0x"...)
+		b = strconv.AppendUint(b, rest, 16)
+	}
+	return string(b)
+}
+
 // parseBits reads names separated by '|' or ',' (spaces around names and
-// empty names are ignored, case does not matter) into a bit set.
+// empty names are ignored, case does not matter) into a bit set. A number
+// (decimal, or hexadecimal with 0x, as String prints unnamed bits) stands
+// for its bits.
 func parseBits(what, s string, names []bitName) (uint64, error) {
 	var v uint64
 	for _, tok := range strings.FieldsFunc(s, func(r rune) bool { return r == '|' || r == ',' }) {
 		tok = strings.TrimSpace(tok)
 		if tok == "" {
+			continue
+		}
+		if tok[0] >= '0' && tok[0] <= '9' {
+			n, err := strconv.ParseUint(tok, 0, 64)
+			if err != nil {
+				return 0, wrapf(EINVAL, "fi: parse %s: bad number %q", what, tok)
+			}
+			v |= n
 			continue
 		}
 		found := false
@@ -201,22 +260,32 @@ var (
 	linkStateNames = []string{"FI_LINK_UNKNOWN", "FI_LINK_DOWN", "FI_LINK_UP"}
 )
 
-// String prints c as fi_tostr(FI_TYPE_CAPS) does: "FI_MSG, FI_RMA".
-// FI_AV_USER_ID and FI_PEER, which fi_tostr 1.17 does not name, are not
-// printed.
-func (c Caps) String() string { return bitsString(uint64(c), capNames) }
+// String prints c as fi_tostr(FI_TYPE_CAPS) does ("FI_MSG, FI_RMA"),
+// followed by FI_AV_USER_ID and FI_PEER, which fi_tostr 1.17 does not
+// name, and by bits without a name in hexadecimal ("0x1"). Zero prints as
+// "0".
+func (c Caps) String() string { return allBitsString(uint64(c), capNames, capExtraNames, "0") }
 
-// String prints m as fi_tostr(FI_TYPE_MODE) does.
-func (m Mode) String() string { return bitsString(uint64(m), modeNames) }
+// String prints m as fi_tostr(FI_TYPE_MODE) does, followed by bits without
+// a name in hexadecimal. Zero (no mode bits) prints as "0".
+func (m Mode) String() string { return allBitsString(uint64(m), modeNames, nil, "0") }
 
-// String prints f as fi_tostr(FI_TYPE_OP_FLAGS) does: only operation
-// flags are named (FI_INJECT, FI_COMPLETION, ...), bit 59 prints as
-// FI_CLAIM and bit 58 as FI_DISCARD, and other bits are not printed.
-func (f Flags) String() string { return bitsString(uint64(f), opFlagNames) }
+// String prints f as fi_tostr(FI_TYPE_OP_FLAGS) does (the operation flags
+// FI_INJECT, FI_COMPLETION..., bit 59 as FI_CLAIM and bit 58 as
+// FI_DISCARD), followed by the names of the other flag bits in bit order
+// (FI_MSG, FI_SEND, FI_SOURCE...), and by bits without a name in
+// hexadecimal ("0x400000000"). Zero prints as "0".
+func (f Flags) String() string {
+	return allBitsString(uint64(f), opFlagNames, flagExtraNames, "0")
+}
 
-// String prints o as fi_tostr(FI_TYPE_MSG_ORDER) does. FI_ORDER_STRICT
-// prints as its nine bits; FI_ORDER_DATA is not printed.
-func (o MsgOrder) String() string { return bitsString(uint64(o), orderNames) }
+// String prints o as fi_tostr(FI_TYPE_MSG_ORDER) does (FI_ORDER_STRICT
+// prints as its nine bits), followed by FI_ORDER_DATA, which fi_tostr
+// leaves out, and by bits without a name in hexadecimal. Zero prints as
+// "FI_ORDER_NONE".
+func (o MsgOrder) String() string {
+	return allBitsString(uint64(o), orderNames, orderExtraNames, "FI_ORDER_NONE")
+}
 
 // compOrderString prints a completion order as fi_tostr prints comp_order:
 // FI_ORDER_NONE when no bit of FI_ORDER_STRICT is set, FI_ORDER_STRICT when
@@ -235,13 +304,16 @@ func compOrderString(o MsgOrder) string {
 	return strings.Join(names, ", ")
 }
 
-// String prints m as fi_tostr(FI_TYPE_MR_MODE) does.
-func (m MRMode) String() string { return bitsString(uint64(m), mrModeNames) }
+// String prints m as fi_tostr(FI_TYPE_MR_MODE) does, followed by bits
+// without a name in hexadecimal. Zero prints as "FI_MR_UNSPEC".
+func (m MRMode) String() string {
+	return allBitsString(uint64(m), mrModeNames, nil, "FI_MR_UNSPEC")
+}
 
 // String prints a with the capability names of its bits (FI_READ,
-// FI_REMOTE_WRITE, ...), as fi_tostr(FI_TYPE_CAPS) would; other bits are
-// not printed.
-func (a Access) String() string { return bitsString(uint64(a), accessNames) }
+// FI_REMOTE_WRITE, ...), as fi_tostr(FI_TYPE_CAPS) would, followed by other
+// bits in hexadecimal. Zero prints as "0".
+func (a Access) String() string { return allBitsString(uint64(a), accessNames, nil, "0") }
 
 // String prints t as fi_tostr(FI_TYPE_EP_TYPE) does.
 func (t EPType) String() string { return enumString(int64(t), epTypeNames) }
@@ -290,8 +362,9 @@ func (v Version) String() string {
 
 // ParseCaps reads capability names separated by '|' (as fi_info -c takes
 // them) or ',' (as Caps.String prints them); case and spaces around names
-// do not matter. FI_AV_USER_ID and FI_PEER are accepted too. An unknown
-// name is an EINVAL error.
+// do not matter. FI_AV_USER_ID and FI_PEER are accepted too, and so are
+// numbers ("0", "0x400"), as String prints bits without a name. An
+// unknown name is an EINVAL error.
 func ParseCaps(s string) (Caps, error) {
 	v, err := parseBits("caps", s, capParseNames)
 	return Caps(v), err
@@ -304,7 +377,8 @@ func ParseMode(s string) (Mode, error) {
 }
 
 // ParseFlags reads flag names like ParseCaps. It accepts every FI_* flag
-// name, not only the operation flags Flags.String prints.
+// name (FI_SELECTIVE_COMPLETION, FI_REG_MR...), not only those
+// Flags.String prints.
 func ParseFlags(s string) (Flags, error) {
 	v, err := parseBits("flags", s, flagParseNames)
 	return Flags(v), err
@@ -320,6 +394,9 @@ func ParseMsgOrder(s string) (MsgOrder, error) {
 // ParseMRMode reads MR mode names like ParseCaps, including FI_MR_UNSPEC.
 func ParseMRMode(s string) (MRMode, error) {
 	v, err := parseBits("mr mode", s, mrModeParseNames)
+	if err == nil && v > math.MaxUint32 {
+		return 0, wrapf(EINVAL, "fi: parse mr mode: %#x has bits above 32", v)
+	}
 	return MRMode(v), err
 }
 
@@ -430,10 +507,10 @@ func ptr(v any) string {
 }
 
 func (t *tostr) tx(a *TxAttr) {
-	t.set("caps", a.Caps.String())
-	t.set("mode", a.Mode.String())
-	t.set("op_flags", a.OpFlags.String())
-	t.set("msg_order", a.MsgOrder.String())
+	t.set("caps", bitsString(uint64(a.Caps), capNames))
+	t.set("mode", bitsString(uint64(a.Mode), modeNames))
+	t.set("op_flags", bitsString(uint64(a.OpFlags), opFlagNames))
+	t.set("msg_order", bitsString(uint64(a.MsgOrder), orderNames))
 	t.set("comp_order", compOrderString(a.CompOrder))
 	t.size("inject_size", a.InjectSize)
 	t.size("size", a.Size)
@@ -443,10 +520,10 @@ func (t *tostr) tx(a *TxAttr) {
 }
 
 func (t *tostr) rx(a *RxAttr) {
-	t.set("caps", a.Caps.String())
-	t.set("mode", a.Mode.String())
-	t.set("op_flags", a.OpFlags.String())
-	t.set("msg_order", a.MsgOrder.String())
+	t.set("caps", bitsString(uint64(a.Caps), capNames))
+	t.set("mode", bitsString(uint64(a.Mode), modeNames))
+	t.set("op_flags", bitsString(uint64(a.OpFlags), opFlagNames))
+	t.set("msg_order", bitsString(uint64(a.MsgOrder), orderNames))
 	t.set("comp_order", compOrderString(a.CompOrder))
 	t.size("total_buffered_recv", a.TotalBufferedRecv)
 	t.size("size", a.Size)
@@ -480,7 +557,7 @@ func (t *tostr) domain(a *DomainAttr) {
 	t.line("data_progress", a.DataProgress.String())
 	t.line("resource_mgmt", a.ResourceMgmt.String())
 	t.line("av_type", a.AVType.String())
-	t.set("mr_mode", a.MRMode.String())
+	t.set("mr_mode", bitsString(uint64(a.MRMode), mrModeNames))
 	t.size("mr_key_size", a.MRKeySize)
 	t.size("cq_data_size", a.CQDataSize)
 	t.size("cq_cnt", a.CQCnt)
@@ -493,8 +570,8 @@ func (t *tostr) domain(a *DomainAttr) {
 	t.size("max_ep_srx_ctx", a.MaxEPSrxCtx)
 	t.size("cntr_cnt", a.CntrCnt)
 	t.size("mr_iov_limit", a.MRIOVLimit)
-	t.set("caps", a.Caps.String())
-	t.set("mode", a.Mode.String())
+	t.set("caps", bitsString(uint64(a.Caps), capNames))
+	t.set("mode", bitsString(uint64(a.Mode), modeNames))
 	t.size("auth_key_size", len(a.AuthKey))
 	t.size("max_err_data", a.MaxErrData)
 	t.size("mr_cnt", a.MRCnt)
@@ -563,8 +640,8 @@ func (i *Info) String() string {
 	t := &tostr{}
 	t.header("fi_info")
 	t.depth++
-	t.set("caps", i.Caps.String())
-	t.set("mode", i.Mode.String())
+	t.set("caps", bitsString(uint64(i.Caps), capNames))
+	t.set("mode", bitsString(uint64(i.Mode), modeNames))
 	t.line("addr_format", i.AddrFormat.String())
 	t.size("src_addrlen", len(i.SrcAddr))
 	t.size("dest_addrlen", len(i.DestAddr))

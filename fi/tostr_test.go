@@ -72,11 +72,10 @@ func stringerCases() []stringerCase {
 		cs = append(cs, stringerCase{req: fmt.Sprintf("%s %d", typ, v), got: got})
 	}
 	for _, v := range bitValues() {
-		add("caps", v, fi.Caps(v).String())
-		add("op_flags", v, fi.Flags(v).String())
-		add("mode", v, fi.Mode(v).String())
-		add("msg_order", v, fi.MsgOrder(v).String())
-		add("mr_mode", uint64(uint32(v)), fi.MRMode(uint32(v)).String())
+		for _, typ := range []string{"caps", "op_flags", "mode", "msg_order"} {
+			add(typ, v, fi.TostrBits(typ, v))
+		}
+		add("mr_mode", uint64(uint32(v)), fi.TostrBits("mr_mode", uint64(uint32(v))))
 	}
 	for _, v := range enumValues {
 		i := int64(int32(uint32(v))) // the C enums are 32-bit ints
@@ -189,6 +188,36 @@ func TestStringMatchesCTostr(t *testing.T) {
 			require.Equal(t, want[len(cases)+i], info.String())
 		})
 	}
+	// String prints what fi_tostr prints first, then the bits fi_tostr
+	// leaves out, so it reads the same as C's wherever C names every bit.
+	for i, c := range cases {
+		typ, _, _ := strings.Cut(c.req, " ")
+		var v uint64
+		_, err := fmt.Sscan(strings.TrimPrefix(c.req, typ+" "), &v)
+		require.NoError(t, err)
+		var s string
+		switch typ {
+		case "caps":
+			s = fi.Caps(v).String()
+		case "op_flags":
+			s = fi.Flags(v).String()
+		case "mode":
+			s = fi.Mode(v).String()
+		case "msg_order":
+			s = fi.MsgOrder(v).String()
+		case "mr_mode":
+			s = fi.MRMode(v).String()
+		default:
+			continue
+		}
+		t.Run("String "+c.req, func(t *testing.T) {
+			if want[i] == "" {
+				require.NotEmpty(t, s)
+				return
+			}
+			require.True(t, s == want[i] || strings.HasPrefix(s, want[i]+", "), "String %q does not start with fi_tostr's %q", s, want[i])
+		})
+	}
 	t.Run("info full", func(t *testing.T) {
 		require.Equal(t, want[len(want)-2], fullInfo(t).String())
 	})
@@ -205,14 +234,26 @@ func TestStringKnown(t *testing.T) {
 	}{
 		{"caps", fi.CapMsg | fi.CapRMA, "FI_MSG, FI_RMA"},
 		{"caps hmem last", fi.CapHMEM | fi.CapMsg | fi.CapDirectedRecv, "FI_MSG, FI_DIRECTED_RECV, FI_HMEM"},
-		{"caps unnamed bits dropped", fi.CapAVUserID | fi.CapPeer | 1, ""},
-		{"caps zero", fi.Caps(0), ""},
+		{"caps fi_tostr leaves out", fi.CapAVUserID | fi.CapPeer | fi.CapMsg, "FI_MSG, FI_AV_USER_ID, FI_PEER"},
+		{"caps unnamed bit", fi.Caps(1) | fi.CapMsg, "FI_MSG, 0x1"},
+		{"caps zero", fi.Caps(0), "0"},
 		{"flags bit 59 is FI_CLAIM", fi.FlagDirectedRecv | fi.FlagInject, "FI_INJECT, FI_CLAIM"},
-		{"flags non-op bits dropped", fi.FlagSource | fi.FlagMsg, ""},
+		{"flags non-op bits after op bits", fi.FlagSource | fi.FlagMsg | fi.FlagInject, "FI_INJECT, FI_MSG, FI_SOURCE"},
+		{"flags completion", fi.FlagMsg | fi.FlagRecv | fi.FlagRemoteCQData, "FI_REMOTE_CQ_DATA, FI_MSG, FI_RECV"},
+		{"flags unnamed bit", fi.Flags(1 << 34), "0x400000000"},
+		{"flags unnamed bits", fi.Flags(1<<34|1<<62|1) | fi.FlagSend, "FI_SEND, 0x4000000400000001"},
+		{"flags zero", fi.Flags(0), "0"},
 		{"mode high bit first", fi.ModeBufferedRecv | fi.ModeContext, "FI_CONTEXT, FI_BUFFERED_RECV"},
+		{"mode zero", fi.Mode(0), "0"},
+		{"mode unnamed", fi.Mode(4), "0x4"},
 		{"msg order strict", fi.OrderStrict, "FI_ORDER_RAR, FI_ORDER_RAW, FI_ORDER_RAS, FI_ORDER_WAR, FI_ORDER_WAW, FI_ORDER_WAS, FI_ORDER_SAR, FI_ORDER_SAW, FI_ORDER_SAS"},
+		{"msg order data", fi.OrderData | fi.OrderRAW, "FI_ORDER_RAW, FI_ORDER_DATA"},
+		{"msg order none", fi.OrderNone, "FI_ORDER_NONE"},
 		{"mr mode", fi.MRModeLocal | fi.MRModeHMEM, "FI_MR_LOCAL, FI_MR_HMEM"},
+		{"mr mode unspec", fi.MRModeUnspec, "FI_MR_UNSPEC"},
+		{"mr mode unnamed", fi.MRMode(1 << 20), "0x100000"},
 		{"access", fi.AccessRead | fi.AccessRemoteWrite, "FI_READ, FI_REMOTE_WRITE"},
+		{"access zero", fi.Access(0), "0"},
 		{"ep type", fi.EPTypeRDM, "FI_EP_RDM"},
 		{"ep type unknown", fi.EPType(-1), "Unknown"},
 		{"protocol", fi.ProtoSockTCP, "FI_PROTO_SOCK_TCP"},
@@ -299,24 +340,30 @@ type fakeFid struct{ _ int }
 func (*fakeFid) Close() error { return nil }
 
 func TestParse(t *testing.T) {
-	t.Run("bit sets accept what String prints", func(t *testing.T) {
+	t.Run("bit sets read back what String prints, every bit", func(t *testing.T) {
 		for _, v := range bitValues() {
-			c := fi.Caps(v)
-			got, err := fi.ParseCaps(c.String())
+			c, err := fi.ParseCaps(fi.Caps(v).String())
 			require.NoError(t, err)
-			require.Equal(t, c.String(), got.String())
+			require.Equal(t, fi.Caps(v), c, fi.Caps(v).String())
 			m, err := fi.ParseMode(fi.Mode(v).String())
 			require.NoError(t, err)
-			require.Equal(t, fi.Mode(v).String(), m.String())
+			require.Equal(t, fi.Mode(v), m)
 			f, err := fi.ParseFlags(fi.Flags(v).String())
 			require.NoError(t, err)
-			require.Equal(t, fi.Flags(v).String(), f.String())
+			require.Equal(t, fi.Flags(v), f, fi.Flags(v).String())
 			o, err := fi.ParseMsgOrder(fi.MsgOrder(v).String())
 			require.NoError(t, err)
-			require.Equal(t, fi.MsgOrder(v).String(), o.String())
+			require.Equal(t, fi.MsgOrder(v), o)
 			r, err := fi.ParseMRMode(fi.MRMode(v).String())
 			require.NoError(t, err)
-			require.Equal(t, fi.MRMode(v).String(), r.String())
+			require.Equal(t, fi.MRMode(v), r)
+		}
+	})
+	t.Run("bit sets never print empty", func(t *testing.T) {
+		for _, v := range bitValues() {
+			for _, s := range []fmt.Stringer{fi.Caps(v), fi.Mode(v), fi.Flags(v), fi.MsgOrder(v), fi.MRMode(v), fi.Access(v)} {
+				require.NotEmpty(t, s.String(), "%T(%#x)", s, v)
+			}
 		}
 	})
 	t.Run("fi_info syntax", func(t *testing.T) {
@@ -361,7 +408,11 @@ func TestParse(t *testing.T) {
 		_, err := fi.ParseCaps("FI_MSG|FI_BOGUS")
 		require.ErrorIs(t, err, fi.EINVAL)
 		require.ErrorContains(t, err, `"FI_BOGUS"`)
-		_, err = fi.ParseMode("0")
+		_, err = fi.ParseMode("FI_MSG")
+		require.ErrorIs(t, err, fi.EINVAL)
+		_, err = fi.ParseFlags("0xfoo")
+		require.ErrorIs(t, err, fi.EINVAL)
+		_, err = fi.ParseMRMode("0x100000000")
 		require.ErrorIs(t, err, fi.EINVAL)
 		_, err = fi.ParseEPType("FI_EP_MSG|FI_EP_RDM")
 		require.ErrorIs(t, err, fi.EINVAL)

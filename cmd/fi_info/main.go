@@ -3,22 +3,33 @@
 // each Info by default, fi_tostr's full form with -v, the providers with
 // -l and the environment variables they read with -e.
 //
-// When nothing matches it prints "fi_getinfo: -61" as C does, then the
+// Options are read as C's getopt_long reads them (internal/getopt):
+// clusters (-lv), attached values (-ptcp), long options with '=' or a
+// separate value, unambiguous prefixes of long options (--prov), operands
+// anywhere (ignored) and "--". They take effect in command-line order, as
+// in C: --version prints the versions and exits 0 when it is reached, and
+// an unknown capability, mode, endpoint type or address format stops the
+// command there with status 22 (EINVAL).
+//
+// A bad option prints glibc's complaint and the usage and exits 1, as does
+// -h. When nothing matches it prints "fi_getinfo: -61" as C does, then the
 // reason each provider gave, one a line, and exits with status 61 (the
-// errno of the failure). Bad options exit with status 1, unknown option
-// values with 22 (EINVAL).
+// errno of the failure). Any hint the error carries follows as
+// "hint: ..." lines.
 package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
+	"slices"
 	"strings"
 
+	"github.com/cockroachdb/errors"
 	"github.com/gofabric/gofabric/fi"
+	"github.com/gofabric/gofabric/internal/getopt"
 	_ "github.com/gofabric/gofabric/providers/all"
 )
 
@@ -26,7 +37,31 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-// usage is printed by -h and after a bad option.
+// longOptions is fi_info's getopt_long table, in C's order.
+var longOptions = []getopt.LongOption{
+	{Name: "help", Short: 'h'},
+	{Name: "src_addr", Arg: getopt.RequiredArgument, Short: 's'},
+	{Name: "node", Arg: getopt.RequiredArgument, Short: 'n'},
+	{Name: "port", Arg: getopt.RequiredArgument, Short: 'P'},
+	{Name: "caps", Arg: getopt.RequiredArgument, Short: 'c'},
+	{Name: "mode", Arg: getopt.RequiredArgument, Short: 'm'},
+	{Name: "ep_type", Arg: getopt.RequiredArgument, Short: 't'},
+	{Name: "domain", Arg: getopt.RequiredArgument, Short: 'd'},
+	{Name: "fabric", Arg: getopt.RequiredArgument, Short: 'f'},
+	{Name: "addr_format", Arg: getopt.RequiredArgument, Short: 'a'},
+	{Name: "provider", Arg: getopt.RequiredArgument, Short: 'p'},
+	{Name: "env", Short: 'e'},
+	{Name: "getenv", Arg: getopt.RequiredArgument, Short: 'g'},
+	{Name: "info", Arg: getopt.RequiredArgument, Short: 'i'},
+	{Name: "list", Short: 'l'},
+	{Name: "verbose", Short: 'v'},
+	{Name: "version"},
+}
+
+// spec is fi_info's command line: C's optstring and long options.
+var spec = getopt.NewLong("s:n:P:c:m:t:a:p:d:f:eg:i:lhv", longOptions)
+
+// usage is printed on stdout by -h and after a bad option.
 const usage = `Usage: fi_info
   -h, --help			print this help and exit
   -s, --src_addr=ADDR		source address or name (FI_SOURCE)
@@ -47,161 +82,242 @@ const usage = `Usage: fi_info
   --version			print the versions and exit
 `
 
-// options are fi_info's command-line options.
+// options are fi_info's settings, built as the options come.
 type options struct {
-	src, node, port                     string
-	caps, mode, epType, addrFormat      string
-	domain, fabric, prov, getenv, infoS string
-	env, list, verbose, version, help   bool
+	hints      *fi.Info
+	node, port string
+	flags      fi.Flags
+	// substr is -g's and -i's SUBSTR; C keeps both in one variable, so
+	// the last one given filters whichever output is printed.
+	substr             string
+	env, list, verbose bool
+	exitNow            bool // -h, --version or a bad value ended the command
+	status             int  // the exit status when exitNow
+	stdout, stderr     io.Writer
 }
 
-// parse reads args. Every option has its short and long spelling, each
-// with one or two dashes and its value after '=' or as the next argument;
-// arguments that are not options are ignored, as C's getopt_long leaves
-// them.
-func parse(args []string) (*options, error) {
-	var o options
-	fs := flag.NewFlagSet("fi_info", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	str := func(p *string, short, long string) {
-		fs.StringVar(p, short, "", "")
-		fs.StringVar(p, long, "", "")
-	}
-	boolean := func(p *bool, short, long string) {
-		if short != "" {
-			fs.BoolVar(p, short, false, "")
-		}
-		fs.BoolVar(p, long, false, "")
-	}
-	str(&o.src, "s", "src_addr")
-	str(&o.node, "n", "node")
-	str(&o.port, "P", "port")
-	str(&o.caps, "c", "caps")
-	str(&o.mode, "m", "mode")
-	str(&o.epType, "t", "ep_type")
-	str(&o.domain, "d", "domain")
-	str(&o.fabric, "f", "fabric")
-	str(&o.addrFormat, "a", "addr_format")
-	str(&o.prov, "p", "provider")
-	str(&o.getenv, "g", "getenv")
-	str(&o.infoS, "i", "info")
-	boolean(&o.env, "e", "env")
-	boolean(&o.list, "l", "list")
-	boolean(&o.verbose, "v", "verbose")
-	boolean(&o.help, "h", "help")
-	boolean(&o.version, "", "version")
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		if fs.NArg() == 0 {
-			return &o, nil
-		}
-		args = fs.Args()[1:]
-	}
-}
-
-// hints builds fi_getinfo's hints, node, service and flags from o. A value
-// that names nothing libfabric knows gives an "error: ..." message.
-func (o *options) hints() (h *fi.Info, node, service string, flags fi.Flags, msg string) {
-	h = (*fi.Info)(nil).Clone()
+func newOptions(stdout, stderr io.Writer) *options {
+	h := (*fi.Info)(nil).Clone()
 	// Like C fi_info, accept every mode and MR mode unless -m says which.
 	h.Mode = ^fi.Mode(0)
 	h.DomainAttr.MRMode = ^(fi.MRModeBasic | fi.MRModeScalable)
-	if o.mode != "" {
+	return &options{hints: h, stdout: stdout, stderr: stderr}
+}
+
+// stop ends the command with status.
+func (o *options) stop(status int) {
+	o.exitNow, o.status = true, status
+}
+
+// invalid reports a value libfabric does not know ("error: Unrecognized
+// capability: FI_BOGUS") and ends the command with EINVAL, as C's fi_info.
+func (o *options) invalid(what, value string) {
+	fmt.Fprintf(o.stderr, "error: Unrecognized %s: %s\n", what, value)
+	o.stop(int(fi.EINVAL))
+}
+
+// apply acts on one option, in command-line order.
+func (o *options) apply(opt getopt.Option) {
+	h, arg := o.hints, opt.Arg
+	if opt.Long == "version" {
+		fmt.Fprint(o.stdout, versionText())
+		o.stop(0)
+		return
+	}
+	switch opt.Short {
+	case 'h':
+		fmt.Fprint(o.stdout, usage)
+		o.stop(1)
+	case 's':
+		o.node = arg
+		o.flags |= fi.FlagSource
+	case 'n':
+		o.node = arg
+	case 'P':
+		o.port = arg
+	case 'c':
+		// Like strtok, empty tokens ("FI_MSG|") are skipped; caps given
+		// twice add up.
+		for tok := range strings.SplitSeq(arg, "|") {
+			c, err := fi.ParseCaps(tok)
+			if err != nil {
+				o.invalid("capability", tok)
+				return
+			}
+			h.Caps |= c
+		}
+	case 'm':
 		h.Mode = 0
-		for tok := range strings.SplitSeq(o.mode, "|") {
+		for tok := range strings.SplitSeq(arg, "|") {
 			m, err := fi.ParseMode(tok)
 			if err != nil || (m == 0 && tok != "") {
-				return nil, "", "", 0, "Unrecognized mode: " + tok
+				o.invalid("mode", tok)
+				return
 			}
 			h.Mode |= m
 		}
-	}
-	h.TxAttr.Mode, h.RxAttr.Mode = h.Mode, h.Mode
-	for tok := range strings.SplitSeq(o.caps, "|") {
-		c, err := fi.ParseCaps(tok)
+	case 't':
+		t, err := fi.ParseEPType(arg)
 		if err != nil {
-			return nil, "", "", 0, "Unrecognized capability: " + tok
-		}
-		h.Caps |= c
-	}
-	if o.epType != "" {
-		t, err := fi.ParseEPType(o.epType)
-		if err != nil {
-			return nil, "", "", 0, "Unrecognized endpoint type: " + o.epType
+			o.invalid("endpoint type", arg)
+			return
 		}
 		h.EPAttr.Type = t
-	}
-	if o.addrFormat != "" {
-		f, err := fi.ParseAddrFormat(o.addrFormat)
+	case 'a':
+		f, err := fi.ParseAddrFormat(arg)
 		if err != nil {
-			return nil, "", "", 0, "Unrecognized address format: " + o.addrFormat
+			o.invalid("address format", arg)
+			return
 		}
 		h.AddrFormat = f
+	case 'p':
+		h.FabricAttr.ProvName = arg
+	case 'd':
+		h.DomainAttr.Name = arg
+	case 'f':
+		h.FabricAttr.Name = arg
+	case 'g':
+		o.substr, o.env = arg, true
+	case 'e':
+		o.env = true
+	case 'l':
+		o.list = true
+	case 'i':
+		o.substr, o.verbose = arg, true
+	case 'v':
+		o.verbose = true
 	}
-	h.DomainAttr.Name = o.domain
-	h.FabricAttr.Name = o.fabric
-	h.FabricAttr.ProvName = o.prov
-	node = o.node
-	if o.src != "" {
-		node, flags = o.src, fi.FlagSource
-	}
-	return h, node, o.port, flags, ""
 }
 
 // run is fi_info with args (without the program name); it returns the
 // exit status.
 func run(args []string, stdout, stderr io.Writer) int {
-	o, err := parse(args)
-	if err != nil {
+	o := newOptions(stdout, stderr)
+	p := spec.Parse(args)
+	for p.Next() {
+		if o.apply(p.Option()); o.exitNow {
+			return o.status
+		}
+	}
+	if err := p.Err(); err != nil {
 		fmt.Fprintf(stderr, "fi_info: %v\n", err)
 		fmt.Fprint(stdout, usage)
 		return 1
 	}
-	switch {
-	case o.help:
-		fmt.Fprint(stdout, usage)
-		return 1
-	case o.version:
-		fmt.Fprintf(stdout, "fi_info: %v.0\nlibfabric: %v.0\nlibfabric api: %v\n", fi.APIVersion, fi.APIVersion, fi.APIVersion)
-		return 0
-	case o.env || o.getenv != "":
-		printEnv(stdout, o.getenv)
-		return 0
-	case o.list:
-		for _, name := range fi.Providers() {
-			if p, ok := fi.LookupProvider(name); ok {
-				fmt.Fprintf(stdout, "%s:\n    version: %v\n", name, p.Version())
-			}
-		}
-		return 0
+	o.hints.TxAttr.Mode, o.hints.RxAttr.Mode = o.hints.Mode, o.hints.Mode
+
+	// As C: the query runs first (-l asks for the providers only), and
+	// its failure ends the command whatever was asked.
+	var (
+		infos []*fi.Info
+		err   error
+	)
+	if o.list {
+		infos, err = providerInfos()
+	} else {
+		infos, err = fi.GetInfo(context.Background(), o.node, o.port, o.flags, o.hints)
 	}
-	hints, node, service, flags, msg := o.hints()
-	if msg != "" {
-		fmt.Fprintf(stderr, "error: %s\n", msg)
-		return int(fi.EINVAL)
-	}
-	infos, err := fi.GetInfo(context.Background(), node, service, flags, hints)
 	if err != nil {
 		return getInfoFailed(stderr, err)
 	}
-	for _, info := range infos {
-		switch {
-		case o.verbose || o.infoS != "":
-			if s := info.String(); strings.Contains(s, o.infoS) {
+	switch {
+	case o.env:
+		printEnv(stdout, o.substr)
+	case o.verbose:
+		for _, info := range infos {
+			if s := info.String(); containsFold(s, o.substr) {
 				fmt.Fprintf(stdout, "---\n%s", s)
 			}
-		default:
+		}
+	case o.list:
+		for _, info := range infos {
+			fmt.Fprintf(stdout, "%s:\n    version: %v\n", info.FabricAttr.ProvName, info.FabricAttr.ProvVersion)
+		}
+	default:
+		for _, info := range infos {
 			printSummary(stdout, info)
 		}
 	}
 	return 0
 }
 
+// providerInfos is fi_getinfo with FI_PROV_ATTR_ONLY as C's fi_info -l
+// sees it: one entry per registered provider with only its name and
+// version, whatever FI_PROVIDER and the hints select.
+func providerInfos() ([]*fi.Info, error) {
+	var infos []*fi.Info
+	for _, name := range fi.Providers() {
+		p, ok := fi.LookupProvider(name)
+		if !ok {
+			continue
+		}
+		info := (*fi.Info)(nil).Clone()
+		info.FabricAttr.ProvName = name
+		info.FabricAttr.ProvVersion = p.Version()
+		infos = append(infos, info)
+	}
+	if len(infos) == 0 {
+		return nil, &fi.NoMatchError{}
+	}
+	return infos, nil
+}
+
+// containsFold is C's strcasestr test: whether s contains substr in any
+// case.
+func containsFold(s, substr string) bool {
+	return strings.Contains(strings.ToLower(s), strings.ToLower(substr))
+}
+
+// modulePath is gofabric's module.
+const modulePath = "github.com/gofabric/gofabric"
+
+// versionText is --version's output: C 1.17's three lines (the tool's
+// version, libfabric's and its API's), then gofabric's own version.
+func versionText() string {
+	bi, ok := debug.ReadBuildInfo()
+	return fmt.Sprintf("fi_info: %v.0\nlibfabric: %v.0\nlibfabric api: %v\ngofabric: %s\n",
+		fi.APIVersion, fi.APIVersion, fi.APIVersion, moduleVersion(bi, ok))
+}
+
+// moduleVersion names the gofabric build bi describes: the module's
+// version when it was built from a released or pseudo-versioned module,
+// else "(devel)" followed by the VCS revision and "+dirty" for a
+// modified checkout, when the build recorded them.
+func moduleVersion(bi *debug.BuildInfo, ok bool) string {
+	if !ok || bi == nil {
+		return "(unknown)"
+	}
+	v := bi.Main.Version
+	if bi.Main.Path != modulePath {
+		if i := slices.IndexFunc(bi.Deps, func(m *debug.Module) bool { return m.Path == modulePath }); i >= 0 {
+			v = bi.Deps[i].Version
+		}
+	}
+	if v != "" && v != "(devel)" {
+		return v
+	}
+	v = "(devel)"
+	var rev, modified string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			modified = s.Value
+		}
+	}
+	if rev != "" {
+		v += " " + rev
+		if modified == "true" {
+			v += "+dirty"
+		}
+	}
+	return v
+}
+
 // getInfoFailed prints a GetInfo error as C does ("fi_getinfo: -61"),
-// followed by each provider's reason or the error's text, and returns the
-// exit status: the error's code.
+// followed by each provider's reason or the error's text and the hints,
+// and returns the exit status: the error's code.
 func getInfoFailed(stderr io.Writer, err error) int {
 	code := fi.Code(err)
 	fmt.Fprintf(stderr, "fi_getinfo: %d\n", -int(code))
@@ -213,10 +329,33 @@ func getInfoFailed(stderr io.Writer, err error) int {
 	} else {
 		fmt.Fprintf(stderr, "    %v\n", err)
 	}
+	printHints(stderr, err)
 	if code <= 0 || code > 255 {
 		return 1
 	}
 	return int(code)
+}
+
+// printHints prints the hints of err (cockroachdb/errors' WithHint), and
+// of the errors behind a NoMatchError's reasons, one "hint: " line each.
+func printHints(w io.Writer, err error) {
+	hints := errors.GetAllHints(err)
+	var nm *fi.NoMatchError
+	if errors.As(err, &nm) {
+		for _, r := range nm.Reasons {
+			if r.Err != nil {
+				hints = append(hints, errors.GetAllHints(r.Err)...)
+			}
+		}
+	}
+	var seen []string
+	for _, h := range hints {
+		if slices.Contains(seen, h) {
+			continue
+		}
+		seen = append(seen, h)
+		fmt.Fprintf(w, "hint: %s\n", strings.ReplaceAll(h, "\n", "\n      "))
+	}
 }
 
 // printSummary prints info as fi_info does without -v.
@@ -248,10 +387,11 @@ func cstr(s string) string {
 }
 
 // printEnv prints the parameters whose names contain substr (in any case;
-// every one when it is empty) as fi_info -e and -g do.
+// every one when it is empty) as fi_info -e and -g do; a value with a
+// space is quoted, as C quotes it.
 func printEnv(w io.Writer, substr string) {
 	for _, p := range fi.Params() {
-		if !strings.Contains(strings.ToLower(p.Name), strings.ToLower(substr)) {
+		if !containsFold(p.Name, substr) {
 			continue
 		}
 		help := p.Help
@@ -260,6 +400,9 @@ func printEnv(w io.Writer, substr string) {
 		}
 		fmt.Fprintf(w, "# %s: %v\n# %s\n", p.Name, p.Type, help)
 		if v, ok := p.Lookup(); ok {
+			if strings.Contains(v, " ") {
+				v = `"` + v + `"`
+			}
 			fmt.Fprintf(w, "%s=%s\n", p.Name, v)
 		}
 		fmt.Fprintln(w)

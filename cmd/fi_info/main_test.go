@@ -3,16 +3,19 @@ package main
 import (
 	"bytes"
 	"context"
-	"github.com/gofabric/gofabric/internal/reftest"
 	"os"
 	"os/exec"
 	"regexp"
+	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 
+	crdb "github.com/cockroachdb/errors"
 	"github.com/gofabric/gofabric/fi"
 	"github.com/gofabric/gofabric/internal/provutil"
+	"github.com/gofabric/gofabric/internal/reftest"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 )
@@ -52,6 +55,9 @@ func (p *fakeProvider) GetInfo(ctx context.Context, node, service string, flags 
 	p.mu.Lock()
 	p.last.node, p.last.service, p.last.flags, p.last.hints = node, service, flags, hints.Clone()
 	p.mu.Unlock()
+	if hints != nil && hints.DomainAttr != nil && hints.DomainAttr.Name == "hinted" {
+		return nil, crdb.WithHint(crdb.Wrap(fi.ENODATA, "fake: domain hinted is asleep"), "wake it with FI_FAKE_WAKE=1")
+	}
 	return provutil.MatchInfo(ctx, "fake", fakeInfos(), node, service, flags, hints)
 }
 
@@ -99,9 +105,9 @@ const summaryMsg = "provider: fake\n    fabric: 10.0.0.0/8\n    domain: fake0\n 
 const summaryRDM = "provider: fake\n    fabric: 10.0.0.0/8\n    domain: fake0\n    version: 1.2\n    type: FI_EP_RDM\n    protocol: FI_PROTO_RXM\n"
 
 func TestList(t *testing.T) {
-	for _, arg := range []string{"-l", "--list", "-list"} {
+	for _, arg := range []string{"-l", "--list", "--li", "-l -p tcp", "extra -l"} {
 		t.Run(arg, func(t *testing.T) {
-			code, out, errOut := runFiInfo(t, arg)
+			code, out, errOut := runFiInfo(t, strings.Fields(arg)...)
 			require.Equal(t, 0, code)
 			require.Contains(t, out, "fake:\n    version: 1.2\n")
 			require.Contains(t, out, "tcp:\n    version: 117.0\n")
@@ -164,13 +170,116 @@ func TestHints(t *testing.T) {
 		require.Equal(t, "fake", h.FabricAttr.ProvName)
 	})
 	t.Run("src_addr is the node with FI_SOURCE", func(t *testing.T) {
-		code, _, _ := runFiInfo(t, "--src_addr", "10.0.0.2", "-n", "10.0.0.9", "-P", "7")
+		code, _, _ := runFiInfo(t, "-n", "10.0.0.9", "--src_addr", "10.0.0.2", "-P", "7")
 		require.Equal(t, 0, code)
 		node, service, flags, _ := fake.lastCall()
 		require.Equal(t, "10.0.0.2", node)
 		require.Equal(t, "7", service)
 		require.Equal(t, fi.FlagSource, flags)
 	})
+	t.Run("as in C, a later node replaces src_addr but FI_SOURCE stays", func(t *testing.T) {
+		code, _, _ := runFiInfo(t, "-s10.0.0.2", "-n10.0.0.9")
+		require.Equal(t, 0, code)
+		node, _, flags, _ := fake.lastCall()
+		require.Equal(t, "10.0.0.9", node)
+		require.Equal(t, fi.FlagSource, flags)
+	})
+	t.Run("caps add up, a later mode replaces", func(t *testing.T) {
+		code, _, _ := runFiInfo(t, "-cFI_MSG", "--caps=FI_RMA", "-m", "FI_CONTEXT", "--mode", "FI_MSG_PREFIX")
+		require.Equal(t, 61, code, "the fake provider has no FI_RMA")
+		_, _, _, h := fake.lastCall()
+		require.Equal(t, fi.CapMsg|fi.CapRMA, h.Caps)
+		require.Equal(t, fi.ModeMsgPrefix, h.Mode)
+	})
+}
+
+// TestGetoptSyntax checks the option forms C users type, as C's
+// getopt_long reads them.
+func TestGetoptSyntax(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want func(t *testing.T, out string)
+	}{
+		{"attached provider", []string{"-pfake"}, func(t *testing.T, out string) { require.Equal(t, summaryMsg+summaryRDM, out) }},
+		{"attached provider that is not selected", []string{"-ptcp"}, nil},
+		{"attached ep type", []string{"-tFI_EP_RDM"}, func(t *testing.T, out string) { require.Equal(t, summaryRDM, out) }},
+		{"cluster ending in a value", []string{"-vtFI_EP_RDM"}, func(t *testing.T, out string) {
+			require.Equal(t, 1, strings.Count(out, "---\n"))
+			require.Contains(t, out, "type: FI_EP_RDM")
+		}},
+		{"long prefix with value", []string{"--ep=FI_EP_MSG"}, func(t *testing.T, out string) { require.Equal(t, summaryMsg, out) }},
+		{"long prefix, value apart", []string{"--prov", "fake", "--ep_t", "fi_ep_rdm"}, func(t *testing.T, out string) { require.Equal(t, summaryRDM, out) }},
+		{"operands anywhere", []string{"x", "-tFI_EP_MSG", "y", "--", "-tFI_EP_RDM"}, func(t *testing.T, out string) { require.Equal(t, summaryMsg, out) }},
+		{"list verbose", []string{"-lv"}, func(t *testing.T, out string) {
+			entries := strings.Split(out, "---\n")[1:]
+			require.Len(t, entries, len(fi.Providers()))
+			require.Contains(t, out, "    fi_fabric_attr:\n        name: (null)\n        prov_name: fake\n        prov_version: 1.2\n        api_version: 0.0\n")
+			require.Contains(t, out, "        prov_name: tcp\n")
+		}},
+		{"list verbose, other order", []string{"-vl"}, func(t *testing.T, out string) { require.Len(t, strings.Split(out, "---\n")[1:], len(fi.Providers())) }},
+		{"list with info filter", []string{"-list"}, func(t *testing.T, out string) {
+			// -l -i st: verbose, the entries holding "st" in any case.
+			require.Len(t, strings.Split(out, "---\n")[1:], len(fi.Providers()), "every entry holds FI_ORDER_STRICT... or src_addr")
+		}},
+		{"list with a filter that matches one", []string{"-li", "PROV_NAME: FAKE"}, func(t *testing.T, out string) {
+			require.Equal(t, 1, strings.Count(out, "---\n"))
+			require.Contains(t, out, "prov_name: fake\n")
+		}},
+		{"env wins over verbose", []string{"-vg", "fake_if"}, func(t *testing.T, out string) {
+			require.True(t, strings.HasPrefix(out, "# FI_FAKE_IFACE: String\n"), out)
+		}},
+		{"info filter applies to env", []string{"-i", "FAKE_IF", "-e"}, func(t *testing.T, out string) {
+			require.True(t, strings.HasPrefix(out, "# FI_FAKE_IFACE: String\n"), out)
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, errOut := runFiInfo(t, tt.args...)
+			if tt.want == nil {
+				require.Equal(t, 61, code, "stderr %q", errOut)
+				require.Empty(t, out)
+				return
+			}
+			require.Equal(t, 0, code, "stderr %q", errOut)
+			require.Empty(t, errOut)
+			tt.want(t, out)
+		})
+	}
+}
+
+// TestOptionErrorsMatchC runs bad command lines through C's fi_info and
+// this one and requires the same exit status and first line on stderr,
+// and the usage on stdout where C prints it.
+func TestOptionErrorsMatchC(t *testing.T) {
+	path := reftest.Tool(t, "fi_info", "libfabric-bin")
+	for _, args := range [][]string{
+		{"-x"}, {"-lvx"}, {"-p"}, {"-lp"}, {"--foo"}, {"--fo=bar"}, {"---"}, {"--ver"}, {"--p=tcp"}, {"--e"}, {"--=x"},
+		{"--list=3"}, {"--verbose="}, {"--version=1"}, {"--node"}, {"--s"}, {"-e=3"}, {"-:"}, {"-h"}, {"--help"}, {"-h", "-x"},
+		{"-x", "--version"}, {"--version", "-x"}, {"-c", "FI_BOGUS", "--version"}, {"-tFI_EP_BOGUS", "-x"},
+		{"-m", "0"}, {"-a", "bogus"}, {"-p", "bogus"}, {"-l", "-p"}, {"-\xc3\xa9"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			cmd := exec.Command(path, args...)
+			var cout, cerr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &cout, &cerr
+			err := cmd.Run()
+			ccode := 0
+			if ee, ok := err.(*exec.ExitError); ok {
+				ccode = ee.ExitCode()
+			} else {
+				require.NoError(t, err)
+			}
+			code, out, errOut := runFiInfo(t, args...)
+			require.Equal(t, ccode, code, "C stderr %q, Go stderr %q", cerr.String(), errOut)
+			cline, _, _ := strings.Cut(cerr.String(), "\n")
+			gline, _, _ := strings.Cut(errOut, "\n")
+			// C names itself by its argv[0], a path here.
+			cline = strings.Replace(cline, path+":", "fi_info:", 1)
+			require.Equal(t, cline, gline)
+			require.Equal(t, strings.HasPrefix(cout.String(), "Usage: "), strings.HasPrefix(out, "Usage: fi_info\n"))
+		})
+	}
 }
 
 func TestVerbose(t *testing.T) {
@@ -252,8 +361,16 @@ func TestErrors(t *testing.T) {
 		{name: "bad mode", args: []string{"--mode=0"}, code: 22, stderr: "error: Unrecognized mode: 0\n"},
 		{name: "bad ep type", args: []string{"-t", "FI_EP_BOGUS"}, code: 22, stderr: "error: Unrecognized endpoint type: FI_EP_BOGUS\n"},
 		{name: "bad addr format", args: []string{"-a", "bogus"}, code: 22, stderr: "error: Unrecognized address format: bogus\n"},
-		{name: "unknown option", args: []string{"--bogus"}, code: 1, stderr: "fi_info: flag provided but not defined: -bogus\n", stdout: "Usage: fi_info\n"},
-		{name: "missing value", args: []string{"-p"}, code: 1, stderr: "fi_info: flag needs an argument: -p\n", stdout: "Usage: fi_info\n"},
+		{name: "unknown option", args: []string{"--bogus"}, code: 1, stderr: "fi_info: unrecognized option '--bogus'\n", stdout: "Usage: fi_info\n"},
+		{name: "unknown short option", args: []string{"-x"}, code: 1, stderr: "fi_info: invalid option -- 'x'\n", stdout: "Usage: fi_info\n"},
+		{name: "unknown option in a cluster", args: []string{"-lvx"}, code: 1, stderr: "fi_info: invalid option -- 'x'\n", stdout: "Usage: fi_info\n"},
+		{name: "missing value", args: []string{"-p"}, code: 1, stderr: "fi_info: option requires an argument -- 'p'\n", stdout: "Usage: fi_info\n"},
+		{name: "missing long value", args: []string{"--provider"}, code: 1, stderr: "fi_info: option '--provider' requires an argument\n", stdout: "Usage: fi_info\n"},
+		{name: "ambiguous prefix", args: []string{"--ver"}, code: 1, stderr: "fi_info: option '--ver' is ambiguous; possibilities: '--verbose' '--version'\n", stdout: "Usage: fi_info\n"},
+		{name: "value for a flag", args: []string{"--list=3"}, code: 1, stderr: "fi_info: option '--list' doesn't allow an argument\n", stdout: "Usage: fi_info\n"},
+		{name: "first mistake in order", args: []string{"-t", "FI_EP_BOGUS", "-x"}, code: 22, stderr: "error: Unrecognized endpoint type: FI_EP_BOGUS\n"},
+		{name: "bad option before a bad value", args: []string{"-x", "-t", "FI_EP_BOGUS"}, code: 1, stderr: "fi_info: invalid option -- 'x'\n", stdout: "Usage: fi_info\n"},
+		{name: "help stops before a bad option", args: []string{"-h", "-x"}, code: 1, stdout: "Usage: fi_info\n"},
 		{name: "help", args: []string{"-h"}, code: 1, stdout: "Usage: fi_info\n"},
 		{name: "help long", args: []string{"--help"}, code: 1, stdout: "Usage: fi_info\n"},
 		{name: "no match", args: []string{"-t", "FI_EP_DGRAM"}, code: 61, stderr: "fi_getinfo: -61\n", reasons: true},
@@ -279,7 +396,83 @@ func TestErrors(t *testing.T) {
 }
 
 func TestVersion(t *testing.T) {
-	code, out, _ := runFiInfo(t, "--version")
-	require.Equal(t, 0, code)
-	require.Equal(t, "fi_info: 1.17.0\nlibfabric: 1.17.0\nlibfabric api: 1.17\n", out)
+	for _, args := range [][]string{{"--version"}, {"--vers"}, {"--version", "-x"}, {"-l", "--version"}} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			code, out, errOut := runFiInfo(t, args...)
+			require.Equal(t, 0, code)
+			require.Empty(t, errOut)
+			lines := strings.SplitAfter(out, "\n")
+			require.Len(t, lines, 5, out) // four lines and the empty rest
+			require.Equal(t, "fi_info: 1.17.0\nlibfabric: 1.17.0\nlibfabric api: 1.17\n", strings.Join(lines[:3], ""))
+			require.Regexp(t, `^gofabric: \S.*\n$`, lines[3])
+		})
+	}
+	t.Run("matches C", func(t *testing.T) {
+		path := reftest.Tool(t, "fi_info", "libfabric-bin")
+		cout, err := exec.Command(path, "--version").Output()
+		require.NoError(t, err)
+		_, out, _ := runFiInfo(t, "--version")
+		// C prints its argv[0]; the lines after it are the same.
+		cfirst, crest, _ := strings.Cut(string(cout), "\n")
+		require.True(t, strings.HasSuffix(cfirst, "fi_info: 1.17.0"), cfirst)
+		require.True(t, strings.HasPrefix(out, "fi_info: 1.17.0\n"+crest), "Go %q, C %q", out, cout)
+	})
+}
+
+func TestModuleVersion(t *testing.T) {
+	vcs := []debug.BuildSetting{{Key: "vcs", Value: "git"}, {Key: "vcs.revision", Value: "70df37b9e1bf42227ee4b9c5602cf88e63ae8865"}}
+	tests := []struct {
+		name string
+		bi   *debug.BuildInfo
+		want string
+	}{
+		{"released", &debug.BuildInfo{Main: debug.Module{Path: modulePath, Version: "v1.2.3"}}, "v1.2.3"},
+		{"pseudo-version from a checkout", &debug.BuildInfo{Main: debug.Module{Path: modulePath, Version: "v0.0.0-20261124195304-70df37b9e1bf+dirty"}, Settings: vcs},
+			"v0.0.0-20261124195304-70df37b9e1bf+dirty"},
+		{"devel with revision", &debug.BuildInfo{Main: debug.Module{Path: modulePath, Version: "(devel)"}, Settings: vcs},
+			"(devel) 70df37b9e1bf42227ee4b9c5602cf88e63ae8865"},
+		{"devel modified", &debug.BuildInfo{Main: debug.Module{Path: modulePath, Version: "(devel)"},
+			Settings: append(slices.Clone(vcs), debug.BuildSetting{Key: "vcs.modified", Value: "true"})},
+			"(devel) 70df37b9e1bf42227ee4b9c5602cf88e63ae8865+dirty"},
+		{"devel without VCS", &debug.BuildInfo{Main: debug.Module{Path: modulePath}}, "(devel)"},
+		{"a dependency", &debug.BuildInfo{Main: debug.Module{Path: "example.com/app", Version: "v9.9.9"},
+			Deps: []*debug.Module{{Path: modulePath, Version: "v0.3.0"}}}, "v0.3.0"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			require.Equal(t, tt.want, moduleVersion(tt.bi, true))
+		})
+	}
+	require.Equal(t, "(unknown)", moduleVersion(nil, false))
+}
+
+// TestHintsReachTheUser checks that the hints of a GetInfo error, here
+// one behind a provider's reason, are printed after the reasons.
+func TestHintsReachTheUser(t *testing.T) {
+	code, out, errOut := runFiInfo(t, "-d", "hinted")
+	require.Equal(t, 61, code)
+	require.Empty(t, out)
+	require.True(t, strings.HasPrefix(errOut, "fi_getinfo: -61\n    fake: domain hinted is asleep\n"), errOut)
+	lines := strings.Split(strings.TrimSuffix(errOut, "\n"), "\n")
+	require.Equal(t, "hint: wake it with FI_FAKE_WAKE=1", lines[len(lines)-1], "the hint after the reasons")
+	for _, l := range lines[1 : len(lines)-1] {
+		require.True(t, strings.HasPrefix(l, "    "), "reason line %q", l)
+	}
+}
+
+func TestPrintHints(t *testing.T) {
+	var b bytes.Buffer
+	err := crdb.WithHint(crdb.WithHint(crdb.Wrap(fi.EINVAL, "x"), "first"), "second\nline")
+	printHints(&b, &fi.NoMatchError{Reasons: []fi.ProviderReason{
+		{Provider: "a", Reason: "r", Err: err},
+		{Provider: "b", Reason: "r", Err: crdb.WithHint(fi.ENODATA, "first")},
+		{Provider: "c", Reason: "no error"},
+	}})
+	require.Equal(t, "hint: first\nhint: second\n      line\n", b.String(), "each hint once, in order")
+	b.Reset()
+	printHints(&b, crdb.Wrap(crdb.WithHint(fi.EIO, "direct"), "ctx"))
+	require.Equal(t, "hint: direct\n", b.String())
+	b.Reset()
+	printHints(&b, fi.EIO)
+	require.Empty(t, b.String())
 }

@@ -9,9 +9,17 @@
 //	fi_pingpong -p tcp -e msg
 //	fi_pingpong -p tcp -e msg 127.0.0.1
 //
-// The exit status is 0 on success, 1 for a bad command line, 255 for a -c
-// data mismatch, else the errno of the failure (61 when no provider
-// matched).
+// Options are read as C's getopt reads them (internal/getopt): clusters
+// (-cv), attached values (-I10), the address anywhere, "--". One option is
+// gofabric's own: -T <seconds> bounds every wait on the control channel
+// (default 30, 0 for none), so that a client aimed at a port that is no
+// fi_pingpong server gives up with a message instead of waiting forever.
+//
+// The exit status is 0 on success, 1 for a bad command line, 22 (EINVAL)
+// or 34 (ERANGE) for a bad number (where C goes on with a meaningless
+// one), 255 for a -c data mismatch, else the errno of the failure (61 when
+// no provider matched, 110 when the peer stayed silent past -T). Errors
+// are followed by their hints, one "hint: ..." line each.
 package main
 
 import (

@@ -17,6 +17,7 @@ import (
 // take a read lock and do not allocate.
 type AV struct {
 	ref    Ref
+	prov   string // names the AV in messages: the provider, or "fi"
 	typ    fi.AVType
 	format fi.AddrFormat
 	// validate checks an address before it is inserted; nil accepts any
@@ -36,8 +37,14 @@ type AV struct {
 
 // NewAV returns an empty address vector of the given attributes. Addresses
 // are in format; validate, if non-nil, vets each address on insertion (the
-// provider's own address rules).
+// provider's own address rules). Its messages name the fi package ("fi: av
+// remove: ..."); a provider's AV comes from OpenChildAV, whose messages
+// name the provider.
 func NewAV(attr *fi.AVAttr, format fi.AddrFormat, validate func([]byte) error) *AV {
+	return newAV("fi", attr, format, validate)
+}
+
+func newAV(prov string, attr *fi.AVAttr, format fi.AddrFormat, validate func([]byte) error) *AV {
 	typ := attr.Type
 	if typ == fi.AVUnspec {
 		typ = fi.AVMap
@@ -47,6 +54,7 @@ func NewAV(attr *fi.AVAttr, format fi.AddrFormat, validate func([]byte) error) *
 		n = 16
 	}
 	return &AV{
+		prov:     prov,
 		typ:      typ,
 		format:   format,
 		validate: validate,
@@ -60,10 +68,10 @@ func (av *AV) Type() fi.AVType { return av.typ }
 
 // Acquire takes a reference for an endpoint bound to the AV; see
 // [Referenced].
-func (av *AV) Acquire() error { return av.ref.Acquire() }
+func (av *AV) Acquire() error { return av.ref.AcquireKind(KindEndpoint) }
 
 // Release drops a reference taken by Acquire.
-func (av *AV) Release() { av.ref.Release() }
+func (av *AV) Release() { av.ref.ReleaseKind(KindEndpoint) }
 
 // Insert implements fi.AV (fi_av_insert). Inserting an address already
 // present returns its existing fi.Addr. Each address that fails validation
@@ -80,7 +88,7 @@ func (av *AV) Insert(addrs [][]byte, flags fi.Flags) ([]fi.Addr, error) {
 		out[i] = fi.AddrUnspec
 		if err := av.check(a); err != nil {
 			if first == nil {
-				first = errors.Wrapf(err, "av: insert address %d", i)
+				first = errors.Wrapf(err, "%s: av insert: address %d", av.prov, i)
 			}
 			continue
 		}
@@ -123,7 +131,7 @@ func (av *AV) insertLocked(a []byte) fi.Addr {
 func (av *AV) InsertSvc(node, service string, flags fi.Flags) (fi.Addr, error) {
 	a, err := fi.ResolveAddr(context.Background(), av.format, node, service, flags)
 	if err != nil {
-		return fi.AddrUnspec, errors.Wrapf(err, "av: insertsvc %s:%s", node, service)
+		return fi.AddrUnspec, errors.Wrapf(err, "%s: av insertsvc %s:%s", av.prov, node, service)
 	}
 	out, err := av.Insert([][]byte{a}, flags)
 	if err != nil {
@@ -142,7 +150,7 @@ func (av *AV) Remove(addrs []fi.Addr, flags fi.Flags) error {
 	defer av.mu.Unlock()
 	for _, fa := range addrs {
 		if uint64(fa) >= uint64(len(av.entries)) || av.entries[fa] == nil {
-			return errors.Wrapf(fi.EINVAL, "av: remove: fi_addr %d not in the av", uint64(fa))
+			return errors.Wrapf(fi.EINVAL, "%s: av remove: fi_addr %d not in the av", av.prov, uint64(fa))
 		}
 	}
 	for _, fa := range addrs {
@@ -165,7 +173,7 @@ func (av *AV) Lookup(fa fi.Addr, buf []byte) (int, error) {
 		if av.ref.Closed() {
 			return 0, fi.EBADF
 		}
-		return 0, errors.Wrapf(fi.EINVAL, "av: lookup: fi_addr %d not in the av", uint64(fa))
+		return 0, errors.Wrapf(fi.EINVAL, "%s: av lookup: fi_addr %d not in the av", av.prov, uint64(fa))
 	}
 	n := copy(buf, a)
 	if n < len(a) {
@@ -206,10 +214,11 @@ func (av *AV) Len() int {
 	return len(av.byAddr)
 }
 
-// Close implements fi.Fid: fi.EBUSY while endpoints are bound, then
-// closes; later calls return fi.EBADF.
+// Close implements fi.Fid (fi_close): fi.EBUSY while endpoints are bound,
+// wrapped in a message that counts them ("tcp: close av: 1 endpoint still
+// bound"), then closes; later calls return bare fi.EBADF.
 func (av *AV) Close() error {
-	if err := av.ref.BeginClose(); err != nil {
+	if err := av.ref.beginCloseFor(av.prov+": close av", KindEndpoint, "bound"); err != nil {
 		return err
 	}
 	av.mu.Lock()

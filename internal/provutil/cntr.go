@@ -18,6 +18,7 @@ import (
 // to see whether anybody waits. All methods are safe for concurrent use.
 type Counter struct {
 	ref    Ref
+	prov   string // names the counter in messages: the provider, or "eq"
 	h      hooks
 	events eq.CounterEvents
 	succ   atomic.Uint64
@@ -29,17 +30,21 @@ var _ eq.Counter = (*Counter)(nil)
 // NewCounter returns an open counter for attr (fi_cntr_open's checks of
 // struct fi_cntr_attr). It returns fi.EINVAL for unknown events and
 // fi.ENOSYS for a wait object other than fi.WaitNone and fi.WaitUnspec.
-func NewCounter(attr *eq.CounterAttr) (*Counter, error) {
+// Its messages name the eq package; a provider's counter comes from
+// OpenChildCounter, whose messages name the provider.
+func NewCounter(attr *eq.CounterAttr) (*Counter, error) { return newCounter("eq", attr) }
+
+func newCounter(prov string, attr *eq.CounterAttr) (*Counter, error) {
 	if attr == nil {
 		attr = &eq.CounterAttr{}
 	}
 	if attr.Events != eq.CounterEventsComp && attr.Events != eq.CounterEventsBytes {
-		return nil, errors.Wrapf(fi.EINVAL, "provutil: open counter: events %d", int(attr.Events))
+		return nil, errors.Wrapf(fi.EINVAL, "%s: open counter: unknown events %d (want eq.CounterEventsComp or eq.CounterEventsBytes)", prov, int(attr.Events))
 	}
-	if err := checkWaitObj("counter", attr.WaitObj); err != nil {
+	if err := checkWaitObj(prov, "counter", attr.WaitObj); err != nil {
 		return nil, err
 	}
-	return &Counter{events: attr.Events}, nil
+	return &Counter{prov: prov, events: attr.Events}, nil
 }
 
 // Events returns what the provider counts (fi_cntr_attr.events): completions
@@ -50,10 +55,10 @@ func (c *Counter) Events() eq.CounterEvents { return c.events }
 // Acquire takes a reference on the counter for an endpoint or MR bound to
 // it (fi_ep_bind, fi_mr_bind); Close returns fi.EBUSY until Release. It
 // returns bare fi.EBADF after Close.
-func (c *Counter) Acquire() error { return c.ref.Acquire() }
+func (c *Counter) Acquire() error { return c.ref.AcquireKind(KindEndpoint) }
 
 // Release drops a reference taken by Acquire.
-func (c *Counter) Release() { c.ref.Release() }
+func (c *Counter) Release() { c.ref.ReleaseKind(KindEndpoint) }
 
 // SetProgress installs the provider's progress function, run by Read,
 // ReadErr and every Wait round (util_cntr.progress). nil removes it.
@@ -111,9 +116,11 @@ func (c *Counter) update(n *atomic.Uint64, v uint64, add bool) error {
 
 // Wait blocks without spinning until the success count reaches threshold
 // (fi_cntr_wait), running progress on every wakeup. It returns bare
-// fi.EAVAIL when the error count changes during the wait, ctx.Err() when
-// ctx ends first (fi.Code maps it to fi.ETIMEDOUT or fi.ECANCELED), and
-// bare fi.EBADF when the counter is closed.
+// fi.EAVAIL when the error count changes during the wait and bare fi.EBADF
+// when the counter is closed. When ctx ends first it returns
+// fi.ContextError's error ("tcp: counter wait: context deadline
+// exceeded"), which is both context.DeadlineExceeded and fi.ETIMEDOUT, or
+// both context.Canceled and fi.ECANCELED.
 func (c *Counter) Wait(ctx context.Context, threshold uint64) error {
 	errs := c.errs.Load()
 	for {
@@ -126,8 +133,8 @@ func (c *Counter) Wait(ctx context.Context, threshold uint64) error {
 		if err := c.h.sleep(r); err != nil {
 			return err
 		}
-		if err := ctx.Err(); err != nil {
-			return err
+		if err := fi.ContextError(ctx); err != nil {
+			return errors.Wrapf(err, "%s: counter wait", c.prov)
 		}
 	}
 }
@@ -148,15 +155,17 @@ func (c *Counter) check(threshold, errs uint64) error {
 	return fi.EAGAIN
 }
 
-// Close closes the counter (fi_close). It returns bare fi.EBUSY while
-// objects hold references (Acquire), and fi.EBADF when already closed;
-// otherwise it wakes blocked Wait calls, which return fi.EBADF.
+// Close closes the counter (fi_close). While endpoints hold references
+// (Acquire) it returns fi.EBUSY, wrapped in a message that counts them
+// ("tcp: close counter: 1 endpoint still bound"), and it returns bare
+// fi.EBADF when already closed; otherwise it wakes blocked Wait calls,
+// which return fi.EBADF.
 func (c *Counter) Close() error { return c.CloseWith(nil) }
 
 // CloseWith is Close that runs release, when the counter closes, before
 // it wakes blocked waiters (see EQ.CloseWith).
 func (c *Counter) CloseWith(release func()) error {
-	if err := c.ref.BeginClose(); err != nil {
+	if err := c.ref.beginCloseFor(c.prov+": close counter", KindEndpoint, "bound"); err != nil {
 		return err
 	}
 	if release != nil {

@@ -81,7 +81,9 @@ func TestCounterCloseRules(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, c.Add(1))
 	require.NoError(t, c.Acquire())
-	require.Equal(t, fi.EBUSY, c.Close())
+	err = c.Close()
+	require.ErrorIs(t, err, fi.EBUSY)
+	require.EqualError(t, err, "eq: close counter: 1 endpoint still bound: "+fi.EBUSY.Error())
 	c.Release()
 	require.NoError(t, c.Close())
 	require.Equal(t, fi.EBADF, c.Close())
@@ -133,7 +135,7 @@ func TestCounterWait(t *testing.T) {
 			ch := wait(c, ctx, 1)
 			requireBlocked(t, ch)
 			cancel()
-			require.Equal(t, fi.ECANCELED, fi.Code(requireReturned(t, ch).err))
+			requireCanceled(t, requireReturned(t, ch).err, "eq: counter wait: context canceled")
 		})
 	})
 	t.Run("deadline", func(t *testing.T) {
@@ -141,7 +143,7 @@ func TestCounterWait(t *testing.T) {
 			c := newCounter(t, nil)
 			ctx, cancel := context.WithTimeout(t.Context(), time.Second)
 			defer cancel()
-			require.Equal(t, fi.ETIMEDOUT, fi.Code(c.Wait(ctx, 1)))
+			requireDeadline(t, c.Wait(ctx, 1), "eq: counter wait: context deadline exceeded")
 		})
 	})
 	t.Run("close unblocks", func(t *testing.T) {

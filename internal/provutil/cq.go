@@ -40,6 +40,7 @@ const DefaultCQSize = 1024
 // provider's manual progress first.
 type CQ struct {
 	ref    Ref
+	prov   string // names the queue in messages: the provider, or "eq"
 	h      hooks
 	size   int
 	format eq.CQFormat
@@ -65,24 +66,30 @@ var _ eq.CompletionQueue = (*CQ)(nil)
 // fi_cq_attr). It returns fi.EINVAL for a negative size or an unknown
 // format, and fi.ENOSYS for a wait object other than fi.WaitNone and
 // fi.WaitUnspec or a wait condition other than eq.CondNone (SRead has no
-// threshold argument).
-func NewCQ(attr *eq.CQAttr) (*CQ, error) {
+// threshold argument). Its messages name the eq package ("eq: open cq:
+// size -1"); a provider's CQ comes from OpenChildCQ, whose messages name
+// the provider.
+func NewCQ(attr *eq.CQAttr) (*CQ, error) { return newCQ("eq", attr) }
+
+func newCQ(prov string, attr *eq.CQAttr) (*CQ, error) {
 	if attr == nil {
 		attr = &eq.CQAttr{}
 	}
 	if attr.Size < 0 {
-		return nil, errors.Wrapf(fi.EINVAL, "provutil: open cq: size %d", attr.Size)
+		return nil, errors.Wrapf(fi.EINVAL, "%s: open cq: size %d is negative", prov, attr.Size)
 	}
 	if attr.Format < eq.FormatUnspec || attr.Format > eq.FormatTagged {
-		return nil, errors.Wrapf(fi.EINVAL, "provutil: open cq: format %v", attr.Format)
+		return nil, errors.Wrapf(fi.EINVAL, "%s: open cq: unknown format %d", prov, int(attr.Format))
 	}
-	if err := checkWaitObj("cq", attr.WaitObj); err != nil {
+	if err := checkWaitObj(prov, "cq", attr.WaitObj); err != nil {
 		return nil, err
 	}
 	if attr.WaitCond != eq.CondNone {
-		return nil, errors.Wrapf(fi.ENOSYS, "provutil: open cq: wait condition %d not supported", int(attr.WaitCond))
+		return nil, errors.WithHint(
+			errors.Wrapf(fi.ENOSYS, "%s: open cq: wait condition %d not supported", prov, int(attr.WaitCond)),
+			"use eq.CondNone: SRead returns as soon as one completion is queued")
 	}
-	q := &CQ{size: attr.Size, format: attr.Format}
+	q := &CQ{prov: prov, size: attr.Size, format: attr.Format}
 	if q.size == 0 {
 		q.size = DefaultCQSize
 	}
@@ -100,10 +107,10 @@ func (q *CQ) Format() eq.CQFormat { return q.format }
 // Acquire takes a reference on the queue for an endpoint bound to it
 // (fi_ep_bind); Close returns fi.EBUSY until Release. It returns bare
 // fi.EBADF after Close.
-func (q *CQ) Acquire() error { return q.ref.Acquire() }
+func (q *CQ) Acquire() error { return q.ref.AcquireKind(KindEndpoint) }
 
 // Release drops a reference taken by Acquire.
-func (q *CQ) Release() { q.ref.Release() }
+func (q *CQ) Release() { q.ref.ReleaseKind(KindEndpoint) }
 
 // SetProgress installs the provider's progress function, run at the start
 // of every Read, ReadFrom, ReadErr and SRead round (libfabric's
@@ -245,9 +252,11 @@ func (q *CQ) ReadErr() (*eq.CQError, error) {
 
 // SRead is the blocking Read (fi_cq_sread). It waits without spinning for
 // at least one completion or an error entry (reporting the latter as
-// fi.EAVAIL), runs the progress hook on every wakeup, and returns ctx.Err()
-// when ctx ends first (fi.Code maps it to fi.ETIMEDOUT or fi.ECANCELED) and
-// bare fi.EBADF when the queue is closed.
+// fi.EAVAIL), runs the progress hook on every wakeup, and returns bare
+// fi.EBADF when the queue is closed. When ctx ends first it returns
+// fi.ContextError's error ("tcp: cq sread: context deadline exceeded"),
+// which is both context.DeadlineExceeded and fi.ETIMEDOUT, or both
+// context.Canceled and fi.ECANCELED.
 func (q *CQ) SRead(ctx context.Context, entries []eq.Completion) (int, error) {
 	for {
 		r := q.h.arm(ctx)
@@ -259,22 +268,23 @@ func (q *CQ) SRead(ctx context.Context, entries []eq.Completion) (int, error) {
 		if err := q.h.sleep(r); err != nil {
 			return 0, err
 		}
-		if err := ctx.Err(); err != nil {
-			return 0, err
+		if err := fi.ContextError(ctx); err != nil {
+			return 0, errors.Wrapf(err, "%s: cq sread", q.prov)
 		}
 	}
 }
 
-// Close closes the queue (fi_close). It returns bare fi.EBUSY while
-// endpoints hold references (Acquire), and fi.EBADF when already closed;
-// otherwise it wakes blocked SRead calls, which return fi.EBADF, and drops
-// queued entries.
+// Close closes the queue (fi_close). While endpoints hold references
+// (Acquire) it returns fi.EBUSY, wrapped in a message that counts them
+// ("tcp: close cq: 2 endpoints still bound"), and it returns bare fi.EBADF
+// when already closed; otherwise it wakes blocked SRead calls, which
+// return fi.EBADF, and drops queued entries.
 func (q *CQ) Close() error { return q.CloseWith(nil) }
 
 // CloseWith is Close that runs release, when the queue closes, before it
 // wakes blocked readers (see EQ.CloseWith).
 func (q *CQ) CloseWith(release func()) error {
-	if err := q.ref.BeginClose(); err != nil {
+	if err := q.ref.beginCloseFor(q.prov+": close cq", KindEndpoint, "bound"); err != nil {
 		return err
 	}
 	if release != nil {

@@ -9,6 +9,17 @@
 // memory region tables (fi_mr(3)), and the reference counting that gives
 // Close its EBUSY-while-bound rule (fi_close(3)).
 //
+// Errors never name this package: applications get its objects from
+// providers, so every message names the provider that made the object
+// ("tcp: open cq: size -1 is negative", "tcp: close domain: 2 endpoints
+// and 1 cq still open"), given to OpenChildCQ and friends, or, for objects
+// made without one (NewCQ, NewEQ, NewCounter, NewAV), the public package
+// whose interface they implement ("eq: open cq: ..."). The hint matcher's
+// messages name the provider it matches for, and the endpoint bindings'
+// messages the ep package ("ep: bind cq: ..."). Advice goes in
+// cockroachdb/errors hints (errors.WithHint, ProviderReason.Hint), not in
+// the message.
+//
 // The package is internal: its API changes with the providers that use it.
 // It reads no environment variables itself; MatchInfo logs through
 // fi.Logger, which reads FI_LOG_LEVEL and FI_LOG_PROV.

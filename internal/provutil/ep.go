@@ -86,18 +86,21 @@ func (b *Bindings) Bind(obj fi.Fid, flags fi.Flags) error {
 		if b.EQ != nil {
 			return errors.Wrap(fi.EINVAL, "ep: bind eq: an event queue is already bound")
 		}
-		if err := b.hold(obj); err != nil {
+		if err := b.hold(obj, "eq"); err != nil {
 			return err
 		}
 		b.EQ = o
 	case eq.CompletionQueue:
-		if flags&^cqFlags != 0 || flags&(fi.FlagSend|fi.FlagRecv) == 0 {
-			return errors.Wrapf(fi.EBADFLAGS, "ep: bind cq: flags %v (want FI_TRANSMIT and/or FI_RECV, optionally FI_SELECTIVE_COMPLETION)", flags)
+		if bad := flags &^ cqFlags; bad != 0 {
+			return errors.Wrapf(fi.EBADFLAGS, "ep: bind cq: flags %v not accepted (want FI_TRANSMIT and/or FI_RECV, optionally FI_SELECTIVE_COMPLETION)", bad)
+		}
+		if flags&(fi.FlagSend|fi.FlagRecv) == 0 {
+			return errors.Wrap(fi.EBADFLAGS, "ep: bind cq: flags name no direction (want FI_TRANSMIT and/or FI_RECV)")
 		}
 		if (flags&fi.FlagSend != 0 && b.TxCQ != nil) || (flags&fi.FlagRecv != 0 && b.RxCQ != nil) {
 			return errors.Wrap(fi.EINVAL, "ep: bind cq: a completion queue is already bound for that direction")
 		}
-		if err := b.hold(obj); err != nil {
+		if err := b.hold(obj, "cq"); err != nil {
 			return err
 		}
 		sel := flags&fi.FlagSelectiveCompletion != 0
@@ -108,15 +111,15 @@ func (b *Bindings) Bind(obj fi.Fid, flags fi.Flags) error {
 			b.RxCQ, b.RxSelective = o, sel
 		}
 	case eq.Counter:
-		if flags == 0 || flags&^cntrFlags != 0 {
-			return errors.Wrapf(fi.EBADFLAGS, "ep: bind counter: flags %v", flags)
+		if bad := flags &^ cntrFlags; bad != 0 || flags == 0 {
+			return errors.Wrapf(fi.EBADFLAGS, "ep: bind counter: flags %v (want FI_SEND, FI_RECV, FI_READ, FI_WRITE, FI_REMOTE_READ or FI_REMOTE_WRITE)", flags)
 		}
 		for f := fi.Flags(1); f != 0; f <<= 1 {
 			if flags&f != 0 && b.Counters[f] != nil {
 				return errors.Wrapf(fi.EINVAL, "ep: bind counter: a counter is already bound for %v", f)
 			}
 		}
-		if err := b.hold(obj); err != nil {
+		if err := b.hold(obj, "counter"); err != nil {
 			return err
 		}
 		if b.Counters == nil {
@@ -137,7 +140,7 @@ func (b *Bindings) Bind(obj fi.Fid, flags fi.Flags) error {
 		if b.AV != nil {
 			return errors.Wrap(fi.EINVAL, "ep: bind av: an address vector is already bound")
 		}
-		if err := b.hold(obj); err != nil {
+		if err := b.hold(obj, "av"); err != nil {
 			return err
 		}
 		b.AV = o
@@ -147,13 +150,13 @@ func (b *Bindings) Bind(obj fi.Fid, flags fi.Flags) error {
 	return nil
 }
 
-func (b *Bindings) hold(obj fi.Fid) error {
+func (b *Bindings) hold(obj fi.Fid, what string) error {
 	r, ok := obj.(Referenced)
 	if !ok {
 		return nil
 	}
 	if err := r.Acquire(); err != nil {
-		return errors.Wrapf(err, "ep: bind %T", obj)
+		return errors.Wrapf(err, "ep: bind %s: the %s is closed", what, what)
 	}
 	b.held = append(b.held, r)
 	return nil

@@ -30,6 +30,7 @@ const DefaultEQSize = 256
 // and ReadErr never block and do not allocate.
 type EQ struct {
 	ref      Ref
+	prov     string // names the queue in messages: the provider, or "eq"
 	h        hooks
 	size     int
 	writable bool
@@ -48,30 +49,34 @@ var _ eq.EventQueue = (*EQ)(nil)
 
 // NewEQ returns an open EQ for attr (fi_eq_open's checks of struct
 // fi_eq_attr). It returns fi.EINVAL for a negative size and fi.ENOSYS for
-// a wait object other than fi.WaitNone and fi.WaitUnspec.
-func NewEQ(attr *eq.Attr) (*EQ, error) {
+// a wait object other than fi.WaitNone and fi.WaitUnspec. Its messages
+// name the eq package ("eq: open eq: size -1"); a provider's EQ comes from
+// OpenChildEQ, whose messages name the provider.
+func NewEQ(attr *eq.Attr) (*EQ, error) { return newEQ("eq", attr) }
+
+func newEQ(prov string, attr *eq.Attr) (*EQ, error) {
 	if attr == nil {
 		attr = &eq.Attr{}
 	}
 	if attr.Size < 0 {
-		return nil, errors.Wrapf(fi.EINVAL, "provutil: open eq: size %d", attr.Size)
+		return nil, errors.Wrapf(fi.EINVAL, "%s: open eq: size %d is negative", prov, attr.Size)
 	}
-	if err := checkWaitObj("eq", attr.WaitObj); err != nil {
+	if err := checkWaitObj(prov, "eq", attr.WaitObj); err != nil {
 		return nil, err
 	}
 	size := attr.Size
 	if size == 0 {
 		size = DefaultEQSize
 	}
-	return &EQ{size: size, writable: attr.Flags&fi.FlagWrite != 0}, nil
+	return &EQ{prov: prov, size: size, writable: attr.Flags&fi.FlagWrite != 0}, nil
 }
 
 // checkWaitObj accepts the wait objects the software queues serve.
-func checkWaitObj(what string, w fi.WaitObj) error {
+func checkWaitObj(prov, what string, w fi.WaitObj) error {
 	if w != fi.WaitNone && w != fi.WaitUnspec {
 		return errors.WithHint(
-			errors.Wrapf(fi.ENOSYS, "provutil: open %s: wait object %d not supported", what, int(w)),
-			"use fi.WaitUnspec and the blocking calls (SRead, Wait)")
+			errors.Wrapf(fi.ENOSYS, "%s: open %s: wait object %v not supported", prov, what, w),
+			"use fi.WaitUnspec (or fi.WaitNone) and the blocking calls, which take a context: SRead, Wait")
 	}
 	return nil
 }
@@ -80,13 +85,13 @@ func checkWaitObj(what string, w fi.WaitObj) error {
 // (fi_eq_attr.size, or DefaultEQSize).
 func (q *EQ) Size() int { return q.size }
 
-// Acquire takes a reference on the queue for an object bound to it
-// (fi_ep_bind, fi_pep_bind...); Close returns fi.EBUSY until Release. It
-// returns bare fi.EBADF after Close.
-func (q *EQ) Acquire() error { return q.ref.Acquire() }
+// Acquire takes a reference on the queue for an endpoint, active or
+// passive, bound to it (fi_ep_bind, fi_pep_bind); Close returns fi.EBUSY
+// until Release. It returns bare fi.EBADF after Close.
+func (q *EQ) Acquire() error { return q.ref.AcquireKind(KindEndpoint) }
 
 // Release drops a reference taken by Acquire.
-func (q *EQ) Release() { q.ref.Release() }
+func (q *EQ) Release() { q.ref.ReleaseKind(KindEndpoint) }
 
 // SetProgress installs the provider's progress function, run at the start
 // of every Read, Peek, ReadErr and SRead round (the manual-progress hook of
@@ -132,7 +137,8 @@ func (q *EQ) PostErr(e *eq.EQError) error {
 // eq.Event.
 func (q *EQ) Write(ev eq.Event) error {
 	if !q.writable {
-		return errors.Wrap(fi.EINVAL, "provutil: eq write: queue opened without fi.FlagWrite")
+		return errors.WithHint(errors.Wrapf(fi.EINVAL, "%s: eq write: queue opened without fi.FlagWrite", q.prov),
+			"open the queue with eq.Attr{Flags: fi.FlagWrite} to write to it")
 	}
 	if ev == nil {
 		return fi.EINVAL
@@ -144,7 +150,8 @@ func (q *EQ) Write(ev eq.Event) error {
 // fi_eq_err_entry); as Write otherwise.
 func (q *EQ) WriteErr(e *eq.EQError) error {
 	if !q.writable {
-		return errors.Wrap(fi.EINVAL, "provutil: eq write: queue opened without fi.FlagWrite")
+		return errors.WithHint(errors.Wrapf(fi.EINVAL, "%s: eq write: queue opened without fi.FlagWrite", q.prov),
+			"open the queue with eq.Attr{Flags: fi.FlagWrite} to write to it")
 	}
 	if e == nil {
 		return fi.EINVAL
@@ -216,9 +223,11 @@ func (q *EQ) ReadErr() (*eq.EQError, error) {
 
 // SRead is the blocking Read (fi_eq_sread). It waits without spinning for
 // an event or error entry (reporting the latter as fi.EAVAIL), runs the
-// progress hook on every wakeup, and returns ctx.Err() when ctx ends first
-// (fi.Code maps it to fi.ETIMEDOUT or fi.ECANCELED) and bare fi.EBADF when
-// the queue is closed.
+// progress hook on every wakeup, and returns bare fi.EBADF when the queue
+// is closed. When ctx ends first it returns fi.ContextError's error ("tcp:
+// eq sread: context deadline exceeded"), which is both
+// context.DeadlineExceeded and fi.ETIMEDOUT, or both context.Canceled and
+// fi.ECANCELED.
 func (q *EQ) SRead(ctx context.Context) (eq.Event, error) {
 	for {
 		r := q.h.arm(ctx)
@@ -230,23 +239,24 @@ func (q *EQ) SRead(ctx context.Context) (eq.Event, error) {
 		if err := q.h.sleep(r); err != nil {
 			return nil, err
 		}
-		if err := ctx.Err(); err != nil {
-			return nil, err
+		if err := fi.ContextError(ctx); err != nil {
+			return nil, errors.Wrapf(err, "%s: eq sread", q.prov)
 		}
 	}
 }
 
-// Close closes the queue (fi_close). It returns bare fi.EBUSY while objects
-// hold references (Acquire), and fi.EBADF when already closed; otherwise it
-// wakes blocked SRead calls, which return fi.EBADF, and drops queued
-// entries.
+// Close closes the queue (fi_close). While endpoints hold references
+// (Acquire) it returns fi.EBUSY, wrapped in a message that counts them
+// ("tcp: close eq: 1 endpoint still bound"), and it returns bare fi.EBADF
+// when already closed; otherwise it wakes blocked SRead calls, which
+// return fi.EBADF, and drops queued entries.
 func (q *EQ) Close() error { return q.CloseWith(nil) }
 
 // CloseWith is Close that runs release, when the queue closes, before it
 // wakes blocked readers: a provider releases its parent there, so that a
 // reader woken by the close finds the parent closable.
 func (q *EQ) CloseWith(release func()) error {
-	if err := q.ref.BeginClose(); err != nil {
+	if err := q.ref.beginCloseFor(q.prov+": close eq", KindEndpoint, "bound"); err != nil {
 		return err
 	}
 	if release != nil {

@@ -58,6 +58,28 @@ func requireReturned[T any](t testing.TB, ch <-chan outcome[T]) outcome[T] {
 	}
 }
 
+// requireDeadline checks the error of a wait whose context's deadline
+// passed: both context.DeadlineExceeded and fi.ETIMEDOUT, with msg.
+func requireDeadline(t testing.TB, err error, msg string) {
+	t.Helper()
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.ErrorIs(t, err, fi.ETIMEDOUT)
+	require.NotErrorIs(t, err, fi.ECANCELED)
+	require.Equal(t, fi.ETIMEDOUT, fi.Code(err))
+	require.EqualError(t, err, msg)
+}
+
+// requireCanceled checks the error of a wait whose context was cancelled:
+// both context.Canceled and fi.ECANCELED, with msg.
+func requireCanceled(t testing.TB, err error, msg string) {
+	t.Helper()
+	require.ErrorIs(t, err, context.Canceled)
+	require.ErrorIs(t, err, fi.ECANCELED)
+	require.NotErrorIs(t, err, fi.ETIMEDOUT)
+	require.Equal(t, fi.ECANCELED, fi.Code(err))
+	require.EqualError(t, err, msg)
+}
+
 func newEQ(t testing.TB, attr *eq.Attr) *provutil.EQ {
 	t.Helper()
 	q, err := provutil.NewEQ(attr)
@@ -224,7 +246,9 @@ func TestEQCloseRules(t *testing.T) {
 	require.NoError(t, q.Post(notify(1)))
 	require.NoError(t, q.Acquire())
 
-	require.Equal(t, fi.EBUSY, q.Close())
+	err = q.Close()
+	require.ErrorIs(t, err, fi.EBUSY)
+	require.EqualError(t, err, "eq: close eq: 1 endpoint still bound: "+fi.EBUSY.Error())
 	ev, err := q.Read()
 	require.NoError(t, err, "a refused close leaves the queue working")
 	require.NotNil(t, ev)
@@ -280,9 +304,7 @@ func TestEQSRead(t *testing.T) {
 			ch := goAsync(func() (eq.Event, error) { return q.SRead(ctx) })
 			requireBlocked(t, ch)
 			cancel()
-			err := requireReturned(t, ch).err
-			require.ErrorIs(t, err, context.Canceled)
-			require.Equal(t, fi.ECANCELED, fi.Code(err))
+			requireCanceled(t, requireReturned(t, ch).err, "eq: eq sread: context canceled")
 		})
 	})
 	t.Run("deadline", func(t *testing.T) {
@@ -292,7 +314,7 @@ func TestEQSRead(t *testing.T) {
 			defer cancel()
 			start := time.Now()
 			_, err := q.SRead(ctx)
-			require.Equal(t, fi.ETIMEDOUT, fi.Code(err))
+			requireDeadline(t, err, "eq: eq sread: context deadline exceeded")
 			require.Equal(t, time.Second, time.Since(start), "fake clock: exactly the timeout")
 		})
 	})

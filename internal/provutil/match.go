@@ -50,11 +50,13 @@ import (
 //
 // Each declined entry has a reason, logged at debug level through
 // fi.Logger(provName). When no entry matches, the error is a
-// *fi.NoMatchError (ENODATA) with the distinct reasons. A done ctx gives
-// ECANCELED or ETIMEDOUT.
+// *fi.NoMatchError (ENODATA) with the distinct reasons, and with advice in
+// their Hint where the application can act on them (the mode bits it
+// supports). A done ctx gives fi.ContextError's error (ECANCELED or
+// ETIMEDOUT).
 func MatchInfo(ctx context.Context, provName string, offered []*fi.Info, node, service string, flags fi.Flags, hints *fi.Info) ([]*fi.Info, error) {
 	log := fi.Logger(provName)
-	r := resolver{ctx: ctx, node: node, service: service, flags: flags, done: map[fi.AddrFormat]resolved{}}
+	r := resolver{ctx: ctx, prov: provName, node: node, service: service, flags: flags, done: map[fi.AddrFormat]resolved{}}
 	var (
 		out     []*fi.Info
 		reasons []string
@@ -82,7 +84,7 @@ func MatchInfo(ctx context.Context, provName string, offered []*fi.Info, node, s
 	if len(out) == 0 {
 		nm := &fi.NoMatchError{}
 		for _, reason := range reasons {
-			nm.Reasons = append(nm.Reasons, fi.ProviderReason{Provider: provName, Reason: reason})
+			nm.Reasons = append(nm.Reasons, fi.ProviderReason{Provider: provName, Reason: reason, Hint: reasonHint(reason)})
 		}
 		if len(offered) == 0 {
 			nm.Reasons = append(nm.Reasons, fi.ProviderReason{Provider: provName, Reason: "offers no entries"})
@@ -90,6 +92,20 @@ func MatchInfo(ctx context.Context, provName string, offered []*fi.Info, node, s
 		return nil, nm
 	}
 	return out, nil
+}
+
+// reasonHint returns the advice for a decline reason, or "": the mode
+// reasons, which the application answers by saying what it supports.
+func reasonHint(reason string) string {
+	switch {
+	case strings.HasPrefix(reason, "mode "), strings.HasPrefix(reason, "tx mode "), strings.HasPrefix(reason, "rx mode "):
+		return "hints.Mode (and TxAttr.Mode, RxAttr.Mode) lists the mode bits the application supports, and zero means none: " +
+			"set the bits the provider requires if the application follows them (fi_getinfo(3) MODE)"
+	case strings.HasPrefix(reason, "mr mode "):
+		return "hints.DomainAttr.MRMode lists the MR mode bits the application supports: " +
+			"set the bits the provider requires if the application follows them (fi_mr(3) MR MODES)"
+	}
+	return ""
 }
 
 // attrs returns i's attributes, zero where i or they are nil.
@@ -190,9 +206,9 @@ func matchOne(provName string, offer, hints *fi.Info) (*fi.Info, string) {
 	case hd.AVType != fi.AVUnspec && od.AVType != fi.AVUnspec && hd.AVType != od.AVType:
 		return nil, fmt.Sprintf("av type %v not supported (offers %v)", hd.AVType, od.AVType)
 	case htx.OpFlags&^otx.OpFlags != 0:
-		return nil, fmt.Sprintf("tx op flags %#x not supported", uint64(htx.OpFlags&^otx.OpFlags))
+		return nil, fmt.Sprintf("tx op flags %v not supported", htx.OpFlags&^otx.OpFlags)
 	case hrx.OpFlags&^orx.OpFlags != 0:
-		return nil, fmt.Sprintf("rx op flags %#x not supported", uint64(hrx.OpFlags&^orx.OpFlags))
+		return nil, fmt.Sprintf("rx op flags %v not supported", hrx.OpFlags&^orx.OpFlags)
 	case htx.MsgOrder&^otx.MsgOrder != 0:
 		return nil, fmt.Sprintf("tx msg order %v not supported", htx.MsgOrder&^otx.MsgOrder)
 	case hrx.MsgOrder&^orx.MsgOrder != 0:
@@ -389,6 +405,7 @@ func formatOK(hint, offer fi.AddrFormat) bool {
 // resolver resolves node and service once per address format.
 type resolver struct {
 	ctx           context.Context
+	prov          string
 	node, service string
 	flags         fi.Flags
 	done          map[fi.AddrFormat]resolved
@@ -413,8 +430,8 @@ func (r *resolver) setAddrs(info, hints *fi.Info) (string, error) {
 	res, ok := r.done[info.AddrFormat]
 	if !ok {
 		res.addr, res.err = fi.ResolveAddr(r.ctx, info.AddrFormat, r.node, r.service, r.flags)
-		if err := r.ctx.Err(); err != nil {
-			return "", errors.Wrapf(fi.Code(err), "provutil: getinfo: %v", err)
+		if err := fi.ContextError(r.ctx); err != nil {
+			return "", errors.Wrapf(err, "%s: getinfo", r.prov)
 		}
 		r.done[info.AddrFormat] = res
 	}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"testing"
 
+	"github.com/cockroachdb/errors"
 	"github.com/gofabric/gofabric/fi"
 	"github.com/gofabric/gofabric/internal/provutil"
 	"github.com/stretchr/testify/require"
@@ -220,9 +221,9 @@ func TestMatchInfoRules(t *testing.T) {
 			require.Equal(t, fi.FlagCompletion, r.TxAttr.OpFlags)
 		}},
 		{name: "tx op flags not offered", hints: matchHints(func(h *fi.Info) { h.TxAttr.OpFlags = fi.FlagDeliveryComplete }),
-			decl: fmt.Sprintf("tx op flags %#x not supported", uint64(fi.FlagDeliveryComplete))},
+			decl: "tx op flags FI_DELIVERY_COMPLETE not supported"},
 		{name: "rx op flags not offered", hints: matchHints(func(h *fi.Info) { h.RxAttr.OpFlags = fi.FlagMultiRecv }),
-			decl: fmt.Sprintf("rx op flags %#x not supported", uint64(fi.FlagMultiRecv))},
+			decl: "rx op flags FI_MULTI_RECV not supported"},
 	}
 	// Every minimum declines when asked for more than offered.
 	for _, l := range []struct {
@@ -281,7 +282,9 @@ func TestMatchInfoRules(t *testing.T) {
 				require.ErrorIs(t, err, fi.ENODATA)
 				var nm *fi.NoMatchError
 				require.ErrorAs(t, err, &nm)
-				require.Equal(t, []fi.ProviderReason{{Provider: "tcp", Reason: tc.decl}}, nm.Reasons)
+				require.Len(t, nm.Reasons, 1)
+				require.Equal(t, "tcp", nm.Reasons[0].Provider)
+				require.Equal(t, tc.decl, nm.Reasons[0].Reason)
 				require.Nil(t, got)
 				return
 			}
@@ -423,4 +426,53 @@ func TestMatchInfoLogsReasons(t *testing.T) {
 		matchHints(func(h *fi.Info) { h.DomainAttr.Name = "eth9" }))
 	require.Error(t, err)
 	require.Contains(t, buf.String(), `level=DEBUG msg="getinfo: entry declined" prov=tcp reason="domain \"eth9\" not offered (offers \"lo\")"`)
+}
+
+// matchProv is a provider whose GetInfo is MatchInfo over one entry.
+type matchProv struct{ offer *fi.Info }
+
+func (matchProv) Name() string                                 { return "tcp" }
+func (matchProv) Version() fi.Version                          { return fi.MakeVersion(1, 0) }
+func (matchProv) OpenFabric(*fi.FabricAttr) (fi.Fabric, error) { return nil, fi.ENOSYS }
+func (p matchProv) GetInfo(ctx context.Context, node, service string, flags fi.Flags, hints *fi.Info) ([]*fi.Info, error) {
+	return provutil.MatchInfo(ctx, "tcp", []*fi.Info{p.offer}, node, service, flags, hints)
+}
+
+// TestMatchInfoHints checks that declines the application can act on (the
+// mode bits it supports) carry advice, and that GetInfo hands it on as a
+// hint that survives wrapping; other declines carry none.
+func TestMatchInfoHints(t *testing.T) {
+	t.Setenv("FI_PROVIDER", "")
+	for _, tc := range []struct {
+		name  string
+		offer func(*fi.Info)
+		hints *fi.Info
+		hint  string
+	}{
+		{"mode", func(o *fi.Info) { o.Mode = fi.ModeContext }, matchHints(nil), "hints.Mode"},
+		{"rx mode", func(o *fi.Info) { o.RxAttr.Mode = fi.ModeRxCQData }, matchHints(nil), "hints.Mode"},
+		{"mr mode", func(o *fi.Info) { o.DomainAttr.MRMode = fi.MRModeLocal }, matchHints(nil), "hints.DomainAttr.MRMode"},
+		{"ep type", nil, matchHints(func(h *fi.Info) { h.EPAttr.Type = fi.EPTypeDgram }), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			offer := matchOffer()
+			if tc.offer != nil {
+				tc.offer(offer)
+			}
+			_, err := provutil.MatchInfo(context.Background(), "tcp", []*fi.Info{offer}, "", "", 0, tc.hints)
+			var nm *fi.NoMatchError
+			require.ErrorAs(t, err, &nm)
+			require.Len(t, nm.Reasons, 1)
+			_, err = fi.GetInfoFrom(context.Background(), []fi.Provider{matchProv{offer}}, "", "", 0, tc.hints)
+			require.ErrorIs(t, err, fi.ENODATA)
+			hints := errors.FlattenHints(errors.Wrapf(err, "app: %s", "setup"))
+			if tc.hint == "" {
+				require.Empty(t, nm.Reasons[0].Hint)
+				require.Empty(t, hints)
+				return
+			}
+			require.Contains(t, nm.Reasons[0].Hint, tc.hint)
+			require.Contains(t, hints, tc.hint)
+		})
+	}
 }

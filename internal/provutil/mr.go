@@ -58,13 +58,14 @@ type MR struct {
 
 // Register registers attr.Buf (fi_mr_regattr). Access bits outside the
 // defined set give fi.EINVAL; a requested key already in use gives
-// fi.ENOKEY.
+// fi.ENOKEY. Messages start with "register mr:"; RegisterChildMR puts the
+// provider's name before them.
 func (t *MRTable) Register(attr *fi.MRAttr, flags fi.Flags) (*MR, error) {
 	if attr.Access&^validAccess != 0 {
-		return nil, errors.Wrapf(fi.EINVAL, "mr: register: unknown access bits %#x", uint64(attr.Access&^validAccess))
+		return nil, errors.Wrapf(fi.EINVAL, "register mr: unknown access bits %#x", uint64(attr.Access&^validAccess))
 	}
 	if flags != 0 {
-		return nil, errors.Wrapf(fi.EBADFLAGS, "mr: register: unsupported flags %v", flags)
+		return nil, errors.Wrapf(fi.EBADFLAGS, "register mr: flags %v not supported (want 0)", flags)
 	}
 	access := attr.Access
 	if access == 0 {
@@ -80,7 +81,7 @@ func (t *MRTable) Register(attr *fi.MRAttr, flags fi.Flags) (*MR, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.regions == nil {
-		return nil, errors.Wrap(fi.EBADF, "mr: register: domain closed")
+		return nil, errors.Wrap(fi.EBADF, "register mr: domain closed")
 	}
 	if t.provKey {
 		for t.regions[t.nextKey] != nil {
@@ -90,7 +91,7 @@ func (t *MRTable) Register(attr *fi.MRAttr, flags fi.Flags) (*MR, error) {
 		t.nextKey++
 	} else {
 		if t.regions[attr.RequestedKey] != nil {
-			return nil, errors.Wrapf(fi.ENOKEY, "mr: register: key %d already in use", attr.RequestedKey)
+			return nil, errors.Wrapf(fi.ENOKEY, "register mr: key %d already in use", attr.RequestedKey)
 		}
 		m.key = attr.RequestedKey
 	}

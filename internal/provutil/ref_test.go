@@ -32,6 +32,56 @@ func TestRefCloseRules(t *testing.T) {
 	require.Equal(t, 0, r.Refs())
 }
 
+// TestRefBusyMessage checks that a refused close names what still holds
+// the object, by kind and count, with fi.EBUSY in the chain.
+func TestRefBusyMessage(t *testing.T) {
+	busy := ": " + fi.EBUSY.Error()
+	var r provutil.Ref
+	require.NoError(t, r.AcquireKind(provutil.KindEndpoint))
+	require.NoError(t, r.AcquireKind(provutil.KindEndpoint))
+	require.NoError(t, r.AcquireKind(provutil.KindCQ))
+
+	err := r.BeginCloseFor("tcp: close domain", provutil.KindObject)
+	require.ErrorIs(t, err, fi.EBUSY)
+	require.Equal(t, fi.EBUSY, fi.Code(err))
+	require.EqualError(t, err, "tcp: close domain: 2 endpoints and 1 cq still open"+busy)
+	require.False(t, r.Closed(), "a refused close changes nothing")
+
+	// Plain Acquire counts as the kind the caller names.
+	require.NoError(t, r.Acquire())
+	require.NoError(t, r.AcquireKind(provutil.KindMR))
+	require.NoError(t, r.AcquireKind(provutil.KindAV))
+	require.EqualError(t, r.BeginCloseFor("shm: close domain", provutil.KindEndpoint),
+		"shm: close domain: 3 endpoints, 1 cq, 1 av and 1 mr still open"+busy)
+	require.EqualError(t, r.BeginCloseFor("x: close", provutil.KindObject),
+		"x: close: 2 endpoints, 1 cq, 1 av, 1 mr and 1 object still open"+busy)
+
+	r.Release()
+	r.ReleaseKind(provutil.KindEndpoint)
+	r.ReleaseKind(provutil.KindEndpoint)
+	r.ReleaseKind(provutil.KindAV)
+	r.ReleaseKind(provutil.KindMR)
+	require.EqualError(t, r.BeginCloseFor("tcp: close domain", provutil.KindEndpoint), "tcp: close domain: 1 cq still open"+busy)
+	r.ReleaseKind(provutil.KindCQ)
+
+	require.NoError(t, r.BeginCloseFor("tcp: close domain", provutil.KindEndpoint))
+	require.Equal(t, fi.EBADF, r.BeginCloseFor("tcp: close domain", provutil.KindEndpoint), "closed: bare EBADF")
+	require.Equal(t, fi.EBADF, r.AcquireKind(provutil.KindCQ))
+	require.Zero(t, r.Refs())
+}
+
+func TestKindString(t *testing.T) {
+	for k, want := range map[provutil.Kind]string{
+		provutil.KindObject: "object", provutil.KindDomain: "domain",
+		provutil.KindPassiveEndpoint: "passive endpoint", provutil.KindEndpoint: "endpoint",
+		provutil.KindEQ: "eq", provutil.KindCQ: "cq", provutil.KindCounter: "counter",
+		provutil.KindAV: "av", provutil.KindMR: "mr", provutil.KindMulticastGroup: "multicast group",
+		provutil.Kind(200): "object",
+	} {
+		require.Equal(t, want, k.String())
+	}
+}
+
 func TestRefReleaseWithoutAcquirePanics(t *testing.T) {
 	var r provutil.Ref
 	require.Panics(t, r.Release)

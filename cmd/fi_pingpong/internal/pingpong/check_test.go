@@ -8,7 +8,7 @@ import (
 )
 
 // TestPatternCapture compares with the payloads captured from the C tool
-// (wire-tcp-1.17 §1.8).
+// (docs/wire-tcp.md, §1.8).
 func TestPatternCapture(t *testing.T) {
 	var p Pattern
 	b := make([]byte, 64)

@@ -6,14 +6,15 @@ import (
 	"encoding/binary"
 	"io"
 	"net"
+	"os"
 	"strconv"
+	"time"
 
 	"github.com/cockroachdb/errors"
 	"github.com/gofabric/gofabric/fi"
-	"golang.org/x/sys/unix"
 )
 
-// Control-channel message sizes and contents (wire-tcp-1.17 §1.3).
+// Control-channel message sizes and contents (docs/wire-tcp.md, §1.3).
 const (
 	// MaxNameLen is the longest address a name message may announce.
 	MaxNameLen = 1024
@@ -22,7 +23,7 @@ const (
 )
 
 // errProto is the code of a malformed control message (EPROTO).
-const errProto = fi.Errno(unix.EPROTO)
+const errProto fi.Errno = 71 // Linux's EPROTO: fi.Errno keeps Linux's numbers on every OS
 
 var (
 	syncReq = []byte("q\x00")
@@ -36,8 +37,9 @@ var (
 // and read with exact-length reads, so a C fi_pingpong 1.17 can be either
 // peer. Not safe for concurrent use.
 type Ctrl struct {
-	conn   net.Conn
-	client bool
+	conn    net.Conn
+	client  bool
+	timeout time.Duration // how long one read or write may wait; 0: no limit
 }
 
 // ListenCtrl is the server side: it listens on the wildcard address at
@@ -110,24 +112,64 @@ func sockErr(err error, format string, args ...any) error {
 // Close closes the connection.
 func (c *Ctrl) Close() error { return c.conn.Close() }
 
+// SetTimeout bounds every later read and write: one that waits longer for
+// the peer fails with ETIMEDOUT. 0 (NewCtrl's, ListenCtrl's and DialCtrl's
+// default) waits forever, as the C tool does.
+func (c *Ctrl) SetTimeout(d time.Duration) { c.timeout = d }
+
+// deadline is the deadline of an operation that starts now.
+func (c *Ctrl) deadline() time.Time {
+	if c.timeout <= 0 {
+		return time.Time{}
+	}
+	return time.Now().Add(c.timeout)
+}
+
 // write sends one message with a single Write.
 func (c *Ctrl) write(what string, b []byte) error {
+	if err := c.conn.SetWriteDeadline(c.deadline()); err != nil {
+		return sockErr(err, "pingpong: ctrl: send %s", what)
+	}
 	if _, err := c.conn.Write(b); err != nil {
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return c.silent("could not send %s to %s within %v", what, c.conn.RemoteAddr(), c.timeout)
+		}
 		return sockErr(err, "pingpong: ctrl: send %s", what)
 	}
 	return nil
 }
 
 // read fills b exactly. A peer that closed the connection gives
-// ECONNABORTED, as in the C tool.
+// ECONNABORTED, as in the C tool, and one that sends nothing within the
+// timeout ETIMEDOUT.
 func (c *Ctrl) read(what string, b []byte) error {
+	if err := c.conn.SetReadDeadline(c.deadline()); err != nil {
+		return sockErr(err, "pingpong: ctrl: read %s", what)
+	}
 	if _, err := io.ReadFull(c.conn, b); err != nil {
-		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-			return errors.Wrapf(fi.ECONNABORTED, "pingpong: ctrl: read %s: no data or remote connection closed", what)
+		switch {
+		case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+			err = errors.Wrapf(fi.ECONNABORTED, "pingpong: ctrl: read %s: no data or remote connection closed", what)
+			if c.client {
+				err = errors.WithHintf(err, "%s closed the control connection: is it a fi_pingpong server, and did it fail (see its output)?", c.conn.RemoteAddr())
+			}
+			return err
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			return c.silent("no %s from %s within %v", what, c.conn.RemoteAddr(), c.timeout)
 		}
 		return sockErr(err, "pingpong: ctrl: read %s", what)
 	}
 	return nil
+}
+
+// silent is the ETIMEDOUT of a peer that did not answer in time, with a
+// hint at the likely cause.
+func (c *Ctrl) silent(format string, args ...any) error {
+	err := errors.Wrapf(fi.ETIMEDOUT, "pingpong: ctrl: "+format, args...)
+	if c.client {
+		return errors.WithHintf(err, "%s accepted the control connection but does not answer as a fi_pingpong server would; is it one? (-T sets how long to wait)", c.conn.RemoteAddr())
+	}
+	return errors.WithHint(err, "the client stopped answering on the control connection (-T sets how long to wait)")
 }
 
 // SendName sends an endpoint name: its length (u32 big-endian), its
@@ -157,7 +199,11 @@ func (c *Ctrl) RecvName() (fi.AddrFormat, []byte, error) {
 	}
 	n := binary.BigEndian.Uint32(b[:])
 	if n > MaxNameLen {
-		return 0, nil, errors.Wrapf(fi.EINVAL, "pingpong: ctrl: name length %d exceeds %d", n, MaxNameLen)
+		err := errors.Wrapf(fi.EINVAL, "pingpong: ctrl: name length %d exceeds %d", n, MaxNameLen)
+		if c.client {
+			err = errors.WithHintf(err, "is %s a fi_pingpong server? Its first bytes are %q", c.conn.RemoteAddr(), b[:])
+		}
+		return 0, nil, err
 	}
 	if err := c.read("address format", b[:]); err != nil {
 		return 0, nil, err

@@ -112,7 +112,7 @@ func TestCtrlGoPair(t *testing.T) {
 }
 
 // TestCtrlBytes checks the bytes of each message against the capture of
-// wire-tcp-1.17 §1.4.
+// docs/wire-tcp.md, §1.4.
 func TestCtrlBytes(t *testing.T) {
 	name := unhex(t, "0200b54d7f0000010000000000000000")
 	t.Run("server", func(t *testing.T) {

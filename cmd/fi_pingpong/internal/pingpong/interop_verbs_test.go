@@ -15,7 +15,7 @@ import (
 )
 
 // requireVerbs skips t on a host without an RDMA device (these machines
-// have one only inside the Soft-RoCE VM of ../shared/tools/verbs-vm) and
+// have one only inside the Soft-RoCE VM that VERBS_VM names) and
 // requires gofabric's verbs provider to offer FI_EP_MSG entries there.
 func requireVerbs(t *testing.T) {
 	t.Helper()

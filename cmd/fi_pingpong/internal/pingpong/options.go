@@ -5,10 +5,11 @@ import (
 	"io"
 	"math"
 	"strings"
+	"time"
 
 	"github.com/cockroachdb/errors"
 	"github.com/gofabric/gofabric/fi"
-	"golang.org/x/sys/unix"
+	"github.com/gofabric/gofabric/internal/getopt"
 )
 
 // DefaultPort is the control-channel port a server listens on and a
@@ -17,6 +18,11 @@ const DefaultPort = 47592
 
 // DefaultIterations is the -I default.
 const DefaultIterations = 10
+
+// DefaultTimeout is the -T default: the control channel waits at most this
+// long for the peer, as long as the tcp provider's connection timeout
+// (FI_TCP_CONN_TIMEOUT's default).
+const DefaultTimeout = 30 * time.Second
 
 // Tag is the tag every data message carries in tagged mode (-m tagged).
 const Tag = 1234
@@ -53,6 +59,9 @@ type Options struct {
 	// Server is the positional argument: the server's host for the control
 	// connection. Empty means this process is the server.
 	Server string
+	// Timeout is -T: how long the control channel may wait for the peer
+	// (a read, a write, the client's connection); 0 means no limit.
+	Timeout time.Duration
 }
 
 // IsClient reports whether a server address was given.
@@ -75,10 +84,16 @@ Options:
  -S <size>            one transfer size, or 'all' (default: 64 256 1k 4k 64k 1m)
  -c                   check the data of every transfer
  -m <transmit mode>   transmit mode: msg|tagged (msg)
+ -T <seconds>         give up when the peer's control channel is silent that long,
+                      0 for never (30; gofabric only)
  -h                   print this help and exit
  -v                   print a debug trace
  -6                   use IPv6 for the control connection
 `
+
+// spec is fi_pingpong's command line: C's getopt optstring (plain getopt,
+// no long options) and gofabric's -T.
+var spec = getopt.New("hvd:p:e:I:S:B:P:cm:6T:")
 
 // exitError carries the exit status of a command line fi_pingpong refuses
 // before running, with the diagnostic already printed.
@@ -114,74 +129,46 @@ func ExitStatus(err error) int {
 }
 
 // ParseOptions parses args (without the program name) as fi_pingpong's
-// getopt loop does, option string "hvd:p:e:I:S:B:P:cm:6". Options and the
-// server address may come in any order (GNU getopt permutes); "--" ends
-// the options; the first non-option argument is the server address.
-// Diagnostics go to stderr.
+// getopt loop does, option string "hvd:p:e:I:S:B:P:cm:6" (glibc's getopt,
+// internal/getopt): clusters (-cv), attached values (-I10), options and
+// the server address in any order, "--" to end the options; the first
+// operand is the server address. Diagnostics go to stderr.
 //
-// Like the C tool, -h and unknown options print the usage and fail with
-// exit status 1, and an unknown -e prints "Unknown endpoint : <arg>" with
-// status 1. A malformed number prints `Error parsing "<arg>": <strerror>`;
-// for -I the C tool then runs with 0 iterations and so does this one,
-// while for -S, -B and -P (where C goes on with a meaningless value) the
-// error is returned with status EINVAL (22) or ERANGE (34).
+// Like the C tool, -h and getopt's complaints ("invalid option -- 'x'")
+// print the usage and fail with exit status 1, and an unknown -e prints
+// "Unknown endpoint : <arg>" with status 1. A number that is not one
+// prints C's `Error parsing "<arg>": <strerror>` and, where the C tool
+// goes on with a meaningless value (0 iterations for -I, a garbage size or
+// port for -S, -B, -P), fails with status EINVAL (22) or ERANGE (34) and a
+// hint giving the option's range. An empty value, 0 for C's strtol, is
+// refused the same way. -I 0 runs no iterations and prints no row, as in C.
+//
+// -T <seconds> is gofabric's: how long a control-channel read or write,
+// and the client's connection, may wait for the peer before the tool
+// gives up with ETIMEDOUT (default DefaultTimeout, 0 for no limit). The C
+// tool has no such option; its client waits forever on a port that
+// accepts and says nothing.
 func ParseOptions(args []string, stderr io.Writer) (*Options, error) {
-	o := &Options{EPType: fi.EPTypeDgram, Iterations: DefaultIterations, DstPort: DefaultPort}
+	o := &Options{EPType: fi.EPTypeDgram, Iterations: DefaultIterations, DstPort: DefaultPort, Timeout: DefaultTimeout}
 	srcPortSet := false
-	// usageErr prints getopt's complaint about option c and the usage.
-	usageErr := func(complaint string, c byte) error {
-		fmt.Fprintf(stderr, "fi_pingpong: %s -- '%c'\n", complaint, c)
+	p := spec.Parse(args)
+	for p.Next() {
+		opt := p.Option()
+		if opt.Short == 'h' {
+			io.WriteString(stderr, usage)
+			return nil, &exitError{status: 1, err: errors.Wrap(fi.EINVAL, "pingpong: help requested")}
+		}
+		if err := o.set(opt.Short, opt.Arg, stderr, &srcPortSet); err != nil {
+			return nil, err
+		}
+	}
+	if err := p.Err(); err != nil {
+		fmt.Fprintf(stderr, "fi_pingpong: %v\n", err)
 		io.WriteString(stderr, usage)
-		return &exitError{status: 1, err: errors.Wrapf(fi.EINVAL, "pingpong: %s -- '%c'", complaint, c)}
+		return nil, &exitError{status: 1, err: errors.Wrap(err, "pingpong")}
 	}
-	var positional []string
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if a == "--" {
-			positional = append(positional, args[i+1:]...)
-			break
-		}
-		if len(a) < 2 || a[0] != '-' {
-			positional = append(positional, a)
-			continue
-		}
-		// A cluster of short options: -cv, -I10, -cI 10.
-		for j := 1; j < len(a); j++ {
-			c := a[j]
-			if !strings.ContainsRune("dpeISBPm", rune(c)) {
-				switch c {
-				case 'h':
-					io.WriteString(stderr, usage)
-					return nil, &exitError{status: 1, err: errors.Wrap(fi.EINVAL, "pingpong: help requested")}
-				case 'v':
-					o.Verbose = true
-				case 'c':
-					o.Check = true
-				case '6':
-					o.IPv6 = true
-				default:
-					return nil, usageErr("invalid option", c)
-				}
-				continue
-			}
-			var val string
-			switch {
-			case j+1 < len(a):
-				val = a[j+1:]
-			case i+1 < len(args):
-				i++
-				val = args[i]
-			default:
-				return nil, usageErr("option requires an argument", c)
-			}
-			if err := o.set(c, val, stderr, &srcPortSet); err != nil {
-				return nil, err
-			}
-			break
-		}
-	}
-	if len(positional) > 0 {
-		o.Server = positional[0]
+	if operands := p.Operands(); len(operands) > 0 {
+		o.Server = operands[0]
 	}
 	if !o.IsClient() && !srcPortSet {
 		o.SrcPort = DefaultPort
@@ -189,9 +176,15 @@ func ParseOptions(args []string, stderr io.Writer) (*Options, error) {
 	return o, nil
 }
 
-// set applies one option that takes a value.
+// set applies one option.
 func (o *Options) set(c byte, val string, stderr io.Writer, srcPortSet *bool) error {
 	switch c {
+	case 'v':
+		o.Verbose = true
+	case 'c':
+		o.Check = true
+	case '6':
+		o.IPv6 = true
 	case 'd':
 		o.Domain = val
 	case 'p':
@@ -209,9 +202,9 @@ func (o *Options) set(c byte, val string, stderr io.Writer, srcPortSet *bool) er
 			return &exitError{status: 1, err: errors.Wrapf(fi.EINVAL, "pingpong: unknown endpoint type %q", val)}
 		}
 	case 'I':
-		n, err := parseInt(val, math.MaxInt32, stderr)
+		n, err := parseNumber(val, 0, math.MaxInt32, "-I takes the number of iterations per size", stderr)
 		if err != nil {
-			n = 0 // as C: the run goes on with no iterations
+			return err
 		}
 		o.Iterations = n
 	case 'S':
@@ -219,25 +212,62 @@ func (o *Options) set(c byte, val string, stderr io.Writer, srcPortSet *bool) er
 			o.SizeAll, o.SizeSet = true, false
 			return nil
 		}
-		n, err := parseInt(val, math.MaxInt32, stderr)
+		n, err := parseNumber(val, 0, math.MaxInt32, "-S takes a transfer size in bytes, or 'all'", stderr)
 		if err != nil {
-			return &exitError{status: int(fi.Code(err)), err: err}
+			return err
 		}
 		o.Size, o.SizeSet, o.SizeAll = n, true, false
 	case 'B', 'P':
-		n, err := parseInt(val, math.MaxUint16, stderr)
-		if err != nil {
-			return &exitError{status: int(fi.Code(err)), err: err}
+		what := "-B takes the control port to listen on or bind (0: any)"
+		if c == 'P' {
+			what = "-P takes the server's control port (0: 47592)"
 		}
-		if c == 'B' {
+		n, err := parseNumber(val, 0, math.MaxUint16, what, stderr)
+		if err != nil {
+			return err
+		}
+		switch {
+		case c == 'B':
 			o.SrcPort, *srcPortSet = uint16(n), true
-		} else {
+		case n == 0: // as C: no port is the default one
+			o.DstPort = DefaultPort
+		default:
 			o.DstPort = uint16(n)
 		}
 	case 'm':
 		o.Tagged = !strings.EqualFold(val, "msg")
+	case 'T':
+		n, err := parseNumber(val, 0, math.MaxInt32, "-T takes seconds (0: no limit)", stderr)
+		if err != nil {
+			return err
+		}
+		o.Timeout = time.Duration(n) * time.Second
 	}
 	return nil
+}
+
+// parseNumber is parseInt with the range min..max, where "" is no number;
+// on error it returns an exitError whose status is the errno and whose
+// hint is "<what>: min to max".
+func parseNumber(s string, min, max int64, what string, stderr io.Writer) (int, error) {
+	n, err := parseInt(s, max, stderr)
+	var code fi.Errno
+	switch {
+	case err != nil:
+	case s == "": // strtol's 0, for C; a mistake here
+		code = fi.EINVAL
+	case int64(n) < min:
+		code = errRange
+	}
+	if code != 0 {
+		fmt.Fprintf(stderr, "Error parsing \"%s\": %s\n", s, code.Error())
+		err = errors.Wrapf(code, "pingpong: parse %q", s)
+	}
+	if err != nil {
+		err = errors.WithHintf(err, "%s: %d to %d", what, min, max)
+		return 0, &exitError{status: int(fi.Code(err)), err: err}
+	}
+	return n, nil
 }
 
 // parseInt parses s as C's strtol in base 10 followed by fi_pingpong's
@@ -279,11 +309,15 @@ func parseInt(s string, max int64, stderr io.Writer) (int, error) {
 	}
 	switch {
 	case overflow:
-		return fail(fi.Errno(unix.ERANGE))
+		return fail(errRange)
 	case i != len(s):
 		return fail(fi.EINVAL)
 	case neg && v != 0, v > uint64(max):
-		return fail(fi.Errno(unix.ERANGE))
+		return fail(errRange)
 	}
 	return int(v), nil
 }
+
+// errRange is the code of an option value out of range: ERANGE, 34 as
+// on Linux (fi.Errno keeps Linux's errno numbers on every OS).
+const errRange fi.Errno = 34

@@ -38,7 +38,7 @@ func TestCntStr(t *testing.T) {
 	}
 }
 
-// TestRow checks rows the C tool printed (wire-tcp-1.17 §1.10 and a loopback
+// TestRow checks rows the C tool printed (docs/wire-tcp.md, §1.10 and a loopback
 // run), each with the elapsed time that gives its figures.
 func TestRow(t *testing.T) {
 	tests := []struct {

@@ -4,9 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/cockroachdb/errors"
+	"github.com/gofabric/gofabric/fi"
 )
 
 // Transport is the fabric side of a run: one endpoint of the type the
@@ -18,7 +21,7 @@ import (
 type Transport interface {
 	// Setup opens the endpoint and reaches the peer, exchanging endpoint
 	// names over the control channel as the endpoint type needs
-	// (wire-tcp-1.17 §1.2), and leaves the first receive posted. For MSG
+	// (docs/wire-tcp.md, §1.2), and leaves the first receive posted. For MSG
 	// endpoints the server sends its passive endpoint's name, then accepts
 	// the client's connection; for RDM and DGRAM endpoints the server
 	// sends its name first, then receives the client's.
@@ -57,6 +60,7 @@ type Config struct {
 func Main(args []string, stdout, stderr io.Writer) int {
 	o, err := ParseOptions(args, stderr)
 	if err != nil {
+		printHints(stderr, err)
 		return ExitStatus(err)
 	}
 	err = Run(context.Background(), o, NewFabricTransport(), stdout, stderr)
@@ -65,7 +69,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 }
 
 // report prints a run's error: a data mismatch on stdout as C does, any
-// other error on stderr.
+// other error on stderr followed by its hints.
 func report(err error, stdout, stderr io.Writer) {
 	var ce *CheckError
 	switch {
@@ -74,12 +78,36 @@ func report(err error, stdout, stderr io.Writer) {
 		fmt.Fprintln(stdout, ce.Error())
 	default:
 		fmt.Fprintf(stderr, "[error] %v\n", err)
+		printHints(stderr, err)
+	}
+}
+
+// printHints prints the hints of err (cockroachdb/errors' WithHint), and
+// of the errors behind a NoMatchError's reasons, one "hint: " line each.
+func printHints(w io.Writer, err error) {
+	hints := errors.GetAllHints(err)
+	var nm *fi.NoMatchError
+	if errors.As(err, &nm) {
+		for _, r := range nm.Reasons {
+			if r.Err != nil {
+				hints = append(hints, errors.GetAllHints(r.Err)...)
+			}
+		}
+	}
+	var seen []string
+	for _, h := range hints {
+		if slices.Contains(seen, h) {
+			continue
+		}
+		seen = append(seen, h)
+		fmt.Fprintf(w, "hint: %s\n", strings.ReplaceAll(h, "\n", "\n      "))
 	}
 }
 
 // Run opens the control channel (the server listens on o.SrcPort and
-// accepts one client; the client connects to o.Server:o.DstPort) and runs
-// the test over it with t (RunCtrl).
+// accepts one client; the client connects to o.Server:o.DstPort, giving up
+// after o.Timeout) and runs the test over it with t (RunCtrl), every
+// control message bounded by o.Timeout.
 func Run(ctx context.Context, o *Options, t Transport, stdout, stderr io.Writer) error {
 	dbg := debugf(o, stderr)
 	var (
@@ -88,7 +116,18 @@ func Run(ctx context.Context, o *Options, t Transport, stdout, stderr io.Writer)
 	)
 	if o.IsClient() {
 		dbg("client: connecting to %s port %d", o.Server, o.DstPort)
-		c, err = DialCtrl(ctx, o.Server, o.DstPort, o.SrcPort, o.IPv6)
+		dctx, cancel := ctx, context.CancelFunc(func() {})
+		if o.Timeout > 0 {
+			dctx, cancel = context.WithTimeout(ctx, o.Timeout)
+		}
+		c, err = DialCtrl(dctx, o.Server, o.DstPort, o.SrcPort, o.IPv6)
+		cancel()
+		switch fi.Code(err) {
+		case fi.ETIMEDOUT:
+			err = errors.WithHintf(err, "nothing answered within %v (-T sets how long to wait)", o.Timeout)
+		case fi.ECONNREFUSED:
+			err = errors.WithHintf(err, "start the server first: fi_pingpong with the same options and no address (-B %d to listen on this port)", o.DstPort)
+		}
 	} else {
 		dbg("server: waiting for a connection on port %d", o.SrcPort)
 		c, err = ListenCtrl(ctx, o.SrcPort, o.IPv6, nil)
@@ -96,6 +135,7 @@ func Run(ctx context.Context, o *Options, t Transport, stdout, stderr io.Writer)
 	if err != nil {
 		return err
 	}
+	c.SetTimeout(o.Timeout)
 	dbg("control channel connected")
 	return RunCtrl(ctx, o, c, t, stdout, stderr)
 }
