@@ -13,10 +13,10 @@ import (
 	"runtime"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/gofabric/gofabric/internal/reftest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -213,6 +213,7 @@ func (l *link) status() string {
 // it waits. The child is killed at cleanup if it has not exited by then.
 func (s *suite) spawn(t *testing.T, poll func(testing.TB)) *link {
 	t.Helper()
+	twoProcMissing(t)
 	top, _, _ := strings.Cut(t.Name(), "/")
 	toChildR, toChildW, err := os.Pipe()
 	require.NoError(t, err)
@@ -314,6 +315,7 @@ func (s *suite) run2(t *testing.T, name string, one func(t *testing.T), local fu
 			if s.cfg.SingleProcess {
 				t.Skip("Config.SingleProcess: no peer processes")
 			}
+			twoProcMissing(t)
 			local(t)
 		})
 	})
@@ -335,7 +337,7 @@ func (s *suite) remote(t *testing.T, f func(t *testing.T, l *link)) {
 	for _, fd := range []int{childIn, childOut} {
 		// Non-blocking descriptors make pollable files, whose Close
 		// ends a pending Read.
-		require.NoError(t, syscall.SetNonblock(fd, true), "link descriptor %d (started outside the harness?)", fd)
+		require.NoError(t, setNonblock(fd), "link descriptor %d (started outside the harness?)", fd)
 	}
 	l := newLink(s, os.NewFile(childIn, "fabtests-link-in"), os.NewFile(childOut, "fabtests-link-out"))
 	t.Cleanup(func() {
@@ -366,6 +368,15 @@ func (s *suite) runPeer(t *testing.T) {
 		if strings.HasPrefix(s.peerTest, base+g.name+"/") {
 			t.Run(g.name, func(t *testing.T) { g.run(t, s) })
 		}
+	}
+}
+
+// twoProcMissing skips t, or fails it under GOFABRIC_STRICT, where the
+// harness cannot start a peer process (twoProcUnavailable says why).
+func twoProcMissing(t testing.TB) {
+	t.Helper()
+	if twoProcUnavailable != "" {
+		reftest.Missing(t, "two-process test: %s", twoProcUnavailable)
 	}
 }
 

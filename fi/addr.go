@@ -10,10 +10,12 @@ import (
 	"strings"
 
 	"github.com/cockroachdb/errors"
-	"golang.org/x/sys/unix"
 )
 
-// Sizes of the C socket address structures on Linux.
+// Sizes of the C socket address structures on Linux. gofabric's
+// FI_SOCKADDR* addresses are Linux's layout on every OS (sa_family with
+// Linux's AF_INET and AF_INET6 values, afInet and afInet6), so that the
+// bytes mean the same to every peer whatever the host.
 const (
 	sockaddrInLen  = 16 // sizeof(struct sockaddr_in)
 	sockaddrIn6Len = 28 // sizeof(struct sockaddr_in6)
@@ -38,8 +40,9 @@ var binarySchemes = []string{
 
 // SockaddrFromAddrPort encodes ap as C's struct sockaddr_in (16 bytes, for
 // an IPv4 address) or struct sockaddr_in6 (28 bytes, for any other), byte
-// for byte as Linux lays them out: sa_family in host byte order, the port
-// in network byte order, the rest zero except the address and, for IPv6,
+// for byte as Linux lays them out, on every OS: sa_family (Linux's
+// AF_INET, 2, or AF_INET6, 10) in host byte order, the port in network
+// byte order, the rest zero except the address and, for IPv6,
 // sin6_scope_id from the zone (a number, or an interface name looked up
 // with net.InterfaceByName). It returns the matching format,
 // FormatSockaddrIn or FormatSockaddrIn6; an invalid ap or an unknown zone
@@ -51,7 +54,7 @@ func SockaddrFromAddrPort(ap netip.AddrPort) (AddrFormat, []byte, error) {
 		return FormatUnspec, nil, wrapf(EINVAL, "fi: sockaddr: invalid address")
 	case ip.Is4():
 		b := make([]byte, sockaddrInLen)
-		binary.NativeEndian.PutUint16(b[0:], unix.AF_INET)
+		binary.NativeEndian.PutUint16(b[0:], afInet)
 		binary.BigEndian.PutUint16(b[2:], ap.Port())
 		a4 := ip.As4()
 		copy(b[4:8], a4[:])
@@ -62,7 +65,7 @@ func SockaddrFromAddrPort(ap netip.AddrPort) (AddrFormat, []byte, error) {
 		return FormatUnspec, nil, err
 	}
 	b := make([]byte, sockaddrIn6Len)
-	binary.NativeEndian.PutUint16(b[0:], unix.AF_INET6)
+	binary.NativeEndian.PutUint16(b[0:], afInet6)
 	binary.BigEndian.PutUint16(b[2:], ap.Port())
 	a16 := ip.As16()
 	copy(b[8:24], a16[:])
@@ -86,8 +89,9 @@ func scopeID(zone string) (uint32, error) {
 }
 
 // AddrPortFromSockaddr decodes a C struct sockaddr_in (16 bytes) or struct
-// sockaddr_in6 (28 bytes), chosen by its sa_family field, and returns the
-// address with its format (FormatSockaddrIn or FormatSockaddrIn6). A
+// sockaddr_in6 (28 bytes) in Linux's layout (on every OS), chosen by its
+// sa_family field, and returns the address with its format
+// (FormatSockaddrIn or FormatSockaddrIn6). A
 // non-zero sin6_scope_id becomes the zone, written as a decimal number;
 // sin6_flowinfo is dropped. Anything else gives EINVAL.
 func AddrPortFromSockaddr(b []byte) (netip.AddrPort, AddrFormat, error) {
@@ -95,10 +99,10 @@ func AddrPortFromSockaddr(b []byte) (netip.AddrPort, AddrFormat, error) {
 		return netip.AddrPort{}, FormatUnspec, wrapf(EINVAL, "fi: sockaddr: %d bytes is too short", len(b))
 	}
 	switch fam := binary.NativeEndian.Uint16(b); {
-	case fam == unix.AF_INET && len(b) == sockaddrInLen:
+	case fam == afInet && len(b) == sockaddrInLen:
 		ip := netip.AddrFrom4([4]byte(b[4:8]))
 		return netip.AddrPortFrom(ip, binary.BigEndian.Uint16(b[2:])), FormatSockaddrIn, nil
-	case fam == unix.AF_INET6 && len(b) == sockaddrIn6Len:
+	case fam == afInet6 && len(b) == sockaddrIn6Len:
 		ip := netip.AddrFrom16([16]byte(b[8:24]))
 		if scope := binary.NativeEndian.Uint32(b[24:]); scope != 0 {
 			ip = ip.WithZone(strconv.FormatUint(uint64(scope), 10))

@@ -7,66 +7,68 @@ import (
 	"os"
 	"strconv"
 	"syscall"
-
-	"golang.org/x/sys/unix"
 )
 
 // Errno is a libfabric error number (fi_errno.h), always positive. Values
-// below 256 are the host's errno values; 256 and above are libfabric's own.
-// An Errno may hold any errno, not only the named ones, exactly as
-// fi_strerror(3) accepts any value.
+// below 256 are Linux's errno numbers on every OS (see the constants); 256
+// and above are libfabric's own. An Errno may hold any errno, not only the
+// named ones, exactly as fi_strerror(3) accepts any value.
 //
 // Data-path calls return bare Errno values (never wrapped) so that a failing
 // call does not allocate; control-path calls wrap an Errno with context.
 // Use [Code] to find the Errno in any error chain.
 type Errno int
 
-// The fi_errno.h codes. The POSIX-range values come from the platform's
-// errno numbers, like FI_E* in C.
+// The fi_errno.h codes. Below 256 they are libfabric's values as C
+// libfabric has them on Linux, where FI_E* are the kernel's errno numbers
+// (x86-64, arm64 and the other generic ABIs). They are constants, the same
+// on every OS: an Errno is a libfabric code, not the host's errno, so
+// EAGAIN is 11 on macOS and Windows too. [Errno.Is] and [Code] translate
+// to and from the host's syscall.Errno by meaning.
 const (
 	SUCCESS       Errno = 0
-	EPERM               = Errno(unix.EPERM)
-	ENOENT              = Errno(unix.ENOENT)
-	EINTR               = Errno(unix.EINTR)
-	EIO                 = Errno(unix.EIO)
-	E2BIG               = Errno(unix.E2BIG)
-	EBADF               = Errno(unix.EBADF)
-	EAGAIN              = Errno(unix.EAGAIN)
-	ENOMEM              = Errno(unix.ENOMEM)
-	EACCES              = Errno(unix.EACCES)
-	EFAULT              = Errno(unix.EFAULT)
-	EBUSY               = Errno(unix.EBUSY)
-	ENODEV              = Errno(unix.ENODEV)
-	EINVAL              = Errno(unix.EINVAL)
-	EMFILE              = Errno(unix.EMFILE)
-	ENOSPC              = Errno(unix.ENOSPC)
-	ENOSYS              = Errno(unix.ENOSYS)
-	EWOULDBLOCK         = Errno(unix.EWOULDBLOCK)
-	ENOMSG              = Errno(unix.ENOMSG)
-	ENODATA             = Errno(unix.ENODATA)
-	EOVERFLOW           = Errno(unix.EOVERFLOW)
-	EMSGSIZE            = Errno(unix.EMSGSIZE)
-	ENOPROTOOPT         = Errno(unix.ENOPROTOOPT)
-	EOPNOTSUPP          = Errno(unix.EOPNOTSUPP)
-	EADDRINUSE          = Errno(unix.EADDRINUSE)
-	EADDRNOTAVAIL       = Errno(unix.EADDRNOTAVAIL)
-	ENETDOWN            = Errno(unix.ENETDOWN)
-	ENETUNREACH         = Errno(unix.ENETUNREACH)
-	ECONNABORTED        = Errno(unix.ECONNABORTED)
-	ECONNRESET          = Errno(unix.ECONNRESET)
-	ENOBUFS             = Errno(unix.ENOBUFS)
-	EISCONN             = Errno(unix.EISCONN)
-	ENOTCONN            = Errno(unix.ENOTCONN)
-	ESHUTDOWN           = Errno(unix.ESHUTDOWN)
-	ETIMEDOUT           = Errno(unix.ETIMEDOUT)
-	ECONNREFUSED        = Errno(unix.ECONNREFUSED)
-	EHOSTDOWN           = Errno(unix.EHOSTDOWN)
-	EHOSTUNREACH        = Errno(unix.EHOSTUNREACH)
-	EALREADY            = Errno(unix.EALREADY)
-	EINPROGRESS         = Errno(unix.EINPROGRESS)
-	EREMOTEIO           = Errno(unix.EREMOTEIO)
-	ECANCELED           = Errno(unix.ECANCELED)
-	EKEYREJECTED        = Errno(unix.EKEYREJECTED)
+	EPERM         Errno = 1
+	ENOENT        Errno = 2
+	EINTR         Errno = 4
+	EIO           Errno = 5
+	E2BIG         Errno = 7
+	EBADF         Errno = 9
+	EAGAIN        Errno = 11
+	ENOMEM        Errno = 12
+	EACCES        Errno = 13
+	EFAULT        Errno = 14
+	EBUSY         Errno = 16
+	ENODEV        Errno = 19
+	EINVAL        Errno = 22
+	EMFILE        Errno = 24
+	ENOSPC        Errno = 28
+	ENOSYS        Errno = 38
+	EWOULDBLOCK         = EAGAIN
+	ENOMSG        Errno = 42
+	ENODATA       Errno = 61
+	EOVERFLOW     Errno = 75
+	EMSGSIZE      Errno = 90
+	ENOPROTOOPT   Errno = 92
+	EOPNOTSUPP    Errno = 95
+	EADDRINUSE    Errno = 98
+	EADDRNOTAVAIL Errno = 99
+	ENETDOWN      Errno = 100
+	ENETUNREACH   Errno = 101
+	ECONNABORTED  Errno = 103
+	ECONNRESET    Errno = 104
+	ENOBUFS       Errno = 105
+	EISCONN       Errno = 106
+	ENOTCONN      Errno = 107
+	ESHUTDOWN     Errno = 108
+	ETIMEDOUT     Errno = 110
+	ECONNREFUSED  Errno = 111
+	EHOSTDOWN     Errno = 112
+	EHOSTUNREACH  Errno = 113
+	EALREADY      Errno = 114
+	EINPROGRESS   Errno = 115
+	EREMOTEIO     Errno = 121
+	ECANCELED     Errno = 125
+	EKEYREJECTED  Errno = 129
 
 	// libfabric's own codes, FI_ERRNO_OFFSET (256) and up.
 	EOTHER        Errno = 256 // FI_EOTHER: unspecified error
@@ -87,17 +89,17 @@ const (
 	EFIREWALLADDR Errno = 271 // FI_EFIREWALLADDR: host unreachable due to firewall (newer libfabric)
 )
 
-// Error returns the text fi_strerror(3) gives for e: the host's strerror
-// text below 256 ("Resource temporarily unavailable"), libfabric's own text
-// from 256 ("Error available"), and FI_EOTHER's "Unspecified error" for
-// codes past libfabric's last. Like fi_strerror it uses e's absolute value.
-// It does not allocate.
+// Error returns the text fi_strerror(3) gives for e on Linux, the same on
+// every OS: glibc's strerror text below 256 ("Resource temporarily
+// unavailable"), libfabric's own text from 256 ("Error available"), and
+// FI_EOTHER's "Unspecified error" for codes past libfabric's last. Like
+// fi_strerror it uses e's absolute value. It does not allocate.
 func (e Errno) Error() string { return strerror(e) }
 
 // Name returns the fi_errno.h macro name of e, such as "FI_EAGAIN", for
-// logs and test failures; libfabric has no such call. EWOULDBLOCK
-// equals EAGAIN on Linux and is named "FI_EAGAIN". A code without a name
-// in package fi gives "FI_ERRNO(n)", for example "FI_ERRNO(300)" or
+// logs and test failures; libfabric has no such call. EWOULDBLOCK equals
+// EAGAIN, as on Linux, and is named "FI_EAGAIN". A code without a name in
+// package fi gives "FI_ERRNO(n)", for example "FI_ERRNO(300)" or
 // "FI_ERRNO(3)" for ESRCH; only those allocate.
 func (e Errno) Name() string {
 	if e >= 0 && int(e) < len(errnoNames) && errnoNames[e] != "" {
@@ -170,12 +172,15 @@ var errnoNames = [...]string{
 	EFIREWALLADDR: "FI_EFIREWALLADDR",
 }
 
-// Is reports whether e matches target, for errors.Is: the syscall.Errno of
-// the same value (codes below 256 only), and ECANCELED ↔ context.Canceled,
+// Is reports whether e matches target, for errors.Is: the host's
+// syscall.Errno of the same meaning (on Linux the one of the same value,
+// codes below 256 only; elsewhere the syscall.Errno of the same name, for
+// the codes the host has, and on Windows also the Winsock code, such as
+// WSAECONNRESET for ECONNRESET), and ECANCELED ↔ context.Canceled,
 // ETIMEDOUT ↔ context.DeadlineExceeded, EBADF ↔ net.ErrClosed.
 func (e Errno) Is(target error) bool {
 	if t, ok := target.(syscall.Errno); ok {
-		return e >= 0 && e < 256 && uintptr(t) == uintptr(e)
+		return isHostErrno(e, t)
 	}
 	switch target {
 	case context.Canceled:
@@ -191,10 +196,12 @@ func (e Errno) Is(target error) bool {
 // Code returns the libfabric code of err, as a C caller would read it from
 // a negative return value: the first Errno in err's chain (through any
 // Unwrap, such as cockroachdb/errors wrappers and *eq.EQError); else the
-// first syscall.Errno; else ECANCELED for context.Canceled, ETIMEDOUT for
-// context.DeadlineExceeded or os.ErrDeadlineExceeded (a passed I/O
-// deadline), EBADF for net.ErrClosed; else EOTHER. Code(nil) is SUCCESS. A
-// bare Errno is returned as is, without allocating.
+// code of the first syscall.Errno (on Linux its own value; elsewhere the
+// code of the same meaning, if package fi names one); else ECANCELED for
+// context.Canceled, ETIMEDOUT for context.DeadlineExceeded or
+// os.ErrDeadlineExceeded (a passed I/O deadline), EBADF for net.ErrClosed;
+// else EOTHER. Code(nil) is SUCCESS. A bare Errno is returned as is,
+// without allocating.
 func Code(err error) Errno {
 	if err == nil {
 		return SUCCESS
@@ -208,7 +215,9 @@ func Code(err error) Errno {
 	}
 	var se syscall.Errno
 	if errors.As(err, &se) {
-		return Errno(se)
+		if e, ok := fromHostErrno(se); ok {
+			return e
+		}
 	}
 	switch {
 	case errors.Is(err, context.Canceled):

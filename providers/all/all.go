@@ -7,9 +7,12 @@
 // It registers shm (FI_EP_RDM over shared memory), tcp (FI_EP_MSG and
 // FI_EP_RDM over TCP sockets), udp (FI_EP_DGRAM over UDP sockets, with
 // multicast) and verbs (RDMA devices; pure Go without its build tag, when
-// it only says why it offers nothing). It
-// reads no environment variables itself; each provider's doc lists the
-// ones it reads.
+// it only says why it offers nothing). shm, tcp and udp run on Linux only:
+// elsewhere the package still compiles and they register stand-ins that
+// offer nothing, so that GetInfo's ENODATA names them and says why ("tcp:
+// available on Linux only (this is darwin/arm64)"). It reads no
+// environment variables itself; each provider's doc lists the ones it
+// reads.
 package all
 
 import (

@@ -1,3 +1,5 @@
+//go:build linux
+
 package udp
 
 import (
@@ -30,11 +32,12 @@ var (
 // Info returns the Info the domain was opened with.
 func (d *domain) Info() *fi.Info { return d.info }
 
-// Close closes the domain (fi_close). It returns bare fi.EBUSY while
-// objects opened on it are open, and fi.EBADF once closed; then it lets
+// Close closes the domain (fi_close). While endpoints, AVs or CQs opened on
+// it are open it returns fi.EBUSY, saying which ("udp: close domain: 1
+// endpoint and 1 av still open"); once closed, bare fi.EBADF. Closing lets
 // the fabric close.
 func (d *domain) Close() error {
-	if err := d.ref.BeginClose(); err != nil {
+	if err := d.ref.BeginCloseFor("udp: close domain", provutil.KindEndpoint); err != nil {
 		return err
 	}
 	d.fabric.ref.Release()
@@ -69,7 +72,7 @@ func (d *domain) OpenAV(attr *fi.AVAttr) (fi.AV, error) {
 	if format != fi.FormatSockaddrIn6 {
 		format = fi.FormatSockaddrIn
 	}
-	a, err := provutil.OpenChildAV(&d.ref, attr, format, check, "udp: open av")
+	a, err := provutil.OpenChildAV(&d.ref, attr, format, check, "udp")
 	if err != nil {
 		return nil, err
 	}
@@ -80,7 +83,7 @@ func (d *domain) OpenAV(attr *fi.AVAttr) (fi.AV, error) {
 // CQ, which holds a reference on the domain until it closes. Reading it
 // drives the progress of the endpoints bound to it.
 func (d *domain) OpenCQ(attr *eq.CQAttr) (eq.CompletionQueue, error) {
-	c, err := provutil.OpenChildCQ(&d.ref, attr, "udp: open cq")
+	c, err := provutil.OpenChildCQ(&d.ref, attr, "udp")
 	if err != nil {
 		return nil, err
 	}

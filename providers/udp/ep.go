@@ -1,3 +1,5 @@
+//go:build linux
+
 package udp
 
 import (
@@ -326,11 +328,12 @@ func (e *endpoint) Cancel(ctx any) error {
 
 // Close closes the endpoint (fi_close): posted receives complete with
 // fi.ECANCELED error entries, the background progress ends, the socket
-// closes, and the endpoint lets go of its AV, queues and domain. It
-// returns bare fi.EBUSY while multicast groups joined on it are open
-// (close them first: that leaves them), and fi.EBADF when already closed.
+// closes, and the endpoint lets go of its AV, queues and domain. While
+// multicast groups joined on it are open (close them first: that leaves
+// them) it returns fi.EBUSY, saying how many ("udp: close endpoint: 1
+// multicast group still open"), and fi.EBADF when already closed.
 func (e *endpoint) Close() error {
-	if err := e.ref.BeginClose(); err != nil {
+	if err := e.ref.BeginCloseFor("udp: close endpoint", provutil.KindMulticastGroup); err != nil {
 		if err == fi.EBADF {
 			return errors.Wrap(fi.EBADF, "udp: close endpoint: already closed")
 		}

@@ -1,3 +1,5 @@
+//go:build linux
+
 package udp
 
 import (
@@ -51,9 +53,10 @@ func (provider) OpenFabric(attr *fi.FabricAttr) (fi.Fabric, error) {
 	return f, nil
 }
 
-// Close closes the fabric (fi_close). It returns bare fi.EBUSY while
-// domains or event queues opened on it are open, and fi.EBADF once closed.
-func (f *fabric) Close() error { return f.ref.BeginClose() }
+// Close closes the fabric (fi_close). While domains or event queues opened
+// on it are open it returns fi.EBUSY, saying which ("udp: close fabric: 1
+// domain still open"); once closed, bare fi.EBADF.
+func (f *fabric) Close() error { return f.ref.BeginCloseFor("udp: close fabric", provutil.KindDomain) }
 
 // OpenDomain opens a domain of the fabric (fi_domain(3)) for info, an
 // entry GetInfo returned for this fabric.
@@ -77,7 +80,7 @@ func (f *fabric) OpenDomain(info *fi.Info) (fi.Domain, error) {
 // which holds a reference on the fabric until it closes. Multicast joins
 // report on it (eq.JoinComplete).
 func (f *fabric) OpenEQ(attr *eq.Attr) (eq.EventQueue, error) {
-	q, err := provutil.OpenChildEQ(&f.ref, attr, "udp: open eq")
+	q, err := provutil.OpenChildEQ(&f.ref, attr, "udp")
 	if err != nil {
 		return nil, err
 	}

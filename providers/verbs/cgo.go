@@ -14,12 +14,22 @@ import (
 
 // offerReason says what this build found when it offers nothing.
 func offerReason() string {
+	reason, _ := offer()
+	return reason
+}
+
+// driverHint is the advice when the host has no RDMA device.
+const driverHint = "load an RDMA driver; without RDMA hardware, Soft-RoCE: rdma link add rxe0 type rxe netdev <interface>"
+
+// offer says what this build found when it offers nothing, and what to do
+// about it.
+func offer() (reason, hint string) {
 	devs, err := listDevices()
 	switch {
 	case err != nil:
-		return fmt.Sprintf("no RDMA device: %v", err)
+		return fmt.Sprintf("no RDMA device: %v", err), driverHint
 	case len(devs) == 0:
-		return "no RDMA device (ibv_get_device_list found none; load a driver, e.g. rdma_rxe for Soft-RoCE)"
+		return "no RDMA device (ibv_get_device_list found none)", driverHint
 	}
 	var parts []string
 	for _, d := range devs {
@@ -31,7 +41,8 @@ func offerReason() string {
 			parts = append(parts, fmt.Sprintf("%s port %d (%s, %s, MTU %d)", d.name, p.num, p.linkLayer, state, p.mtu))
 		}
 	}
-	return "found " + strings.Join(parts, ", ") + "; none has an active port with an IP address rdma_cm binds to"
+	return "found " + strings.Join(parts, ", ") + "; none has an active port with an IP address rdma_cm binds to",
+		"bring up the network interface of an RDMA port and give it an IP address"
 }
 
 // GetInfo returns the provider's FI_EP_MSG entries that match node,
@@ -45,12 +56,12 @@ func (provider) GetInfo(ctx context.Context, node, service string, flags fi.Flag
 		switch hints.EPAttr.Type {
 		case fi.EPTypeUnspec, fi.EPTypeMsg:
 		default:
-			return nil, declined(fmt.Sprintf("ep type %v is not implemented (the verbs provider offers FI_EP_MSG)", hints.EPAttr.Type))
+			return nil, declined(fmt.Sprintf("ep type %v is not implemented (the verbs provider offers FI_EP_MSG)", hints.EPAttr.Type), "")
 		}
 	}
 	entries, err := msgEntries()
 	if err != nil || len(entries) == 0 {
-		return nil, declined(offerReason())
+		return nil, declined(offer())
 	}
 	var out []*fi.Info
 	nm := &fi.NoMatchError{}

@@ -60,7 +60,7 @@ func (c *cmChannel) next(ctx context.Context) (cmEventC, error) {
 	})
 	switch {
 	case ctx.Err() != nil && (err != nil || gerr == syscall.EAGAIN):
-		return cmEventC{}, errors.Wrap(fi.Code(ctx.Err()), "verbs: waiting for a connection event")
+		return cmEventC{}, errors.Wrap(fi.ContextError(ctx), "verbs: waiting for a connection event")
 	case err != nil:
 		return cmEventC{}, errors.Wrapf(fi.EBADF, "verbs: event channel: %v", err)
 	case gerr != nil:

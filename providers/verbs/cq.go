@@ -126,7 +126,7 @@ func (c *cq) nextEvent(ctx context.Context) error {
 	})
 	switch {
 	case ctx.Err() != nil && (err != nil || gerr == syscall.EAGAIN):
-		return errors.Wrap(fi.Code(ctx.Err()), "verbs: waiting for a completion")
+		return errors.Wrap(fi.ContextError(ctx), "verbs: waiting for a completion")
 	case err != nil:
 		return errors.Wrapf(fi.EBADF, "verbs: completion channel: %v", err)
 	case gerr != 0:

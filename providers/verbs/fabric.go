@@ -38,7 +38,8 @@ func (provider) OpenFabric(attr *fi.FabricAttr) (fi.Fabric, error) {
 	}
 	entries, err := msgEntries()
 	if err != nil || len(entries) == 0 {
-		return nil, errors.Wrapf(fi.ENODATA, "verbs: open fabric: %s", offerReason())
+		reason, hint := offer()
+		return nil, errors.WithHint(errors.Wrapf(fi.ENODATA, "verbs: open fabric: %s", reason), hint)
 	}
 	known := false
 	for _, e := range entries {
@@ -62,10 +63,11 @@ func (provider) OpenFabric(attr *fi.FabricAttr) (fi.Fabric, error) {
 }
 
 // Close closes the fabric (fi_close) and its event channel
-// (rdma_destroy_event_channel). It returns bare fi.EBUSY while objects
-// opened on it are open, and fi.EBADF once closed.
+// (rdma_destroy_event_channel). While domains, passive endpoints or event
+// queues opened on it are open it returns fi.EBUSY, saying which ("verbs:
+// close fabric: 1 domain still open"); once closed, bare fi.EBADF.
 func (f *fabric) Close() error {
-	if err := f.ref.BeginClose(); err != nil {
+	if err := f.ref.BeginCloseFor("verbs: close fabric", provutil.KindPassiveEndpoint); err != nil {
 		return err
 	}
 	f.cm.close()
@@ -81,12 +83,12 @@ func (f *fabric) OpenDomain(info *fi.Info) (fi.Domain, error) {
 	if t := info.EPAttr; t != nil && t.Type != fi.EPTypeUnspec && t.Type != fi.EPTypeMsg {
 		return nil, errors.Wrapf(fi.EINVAL, "verbs: open domain: ep type %v not supported (offers FI_EP_MSG)", t.Type)
 	}
-	if err := f.ref.Acquire(); err != nil {
+	if err := f.ref.AcquireKind(provutil.KindDomain); err != nil {
 		return nil, errors.Wrap(err, "verbs: open domain: fabric closed")
 	}
 	d, err := newDomain(f, info)
 	if err != nil {
-		f.ref.Release()
+		f.ref.ReleaseKind(provutil.KindDomain)
 		return nil, err
 	}
 	return d, nil
@@ -96,7 +98,7 @@ func (f *fabric) OpenDomain(info *fi.Info) (fi.Domain, error) {
 // written by the fabric's rdma_cm goroutine; it holds a reference on the
 // fabric until it closes.
 func (f *fabric) OpenEQ(attr *eq.Attr) (eq.EventQueue, error) {
-	q, err := provutil.OpenChildEQ(&f.ref, attr, "verbs: open eq")
+	q, err := provutil.OpenChildEQ(&f.ref, attr, "verbs")
 	if err != nil {
 		return nil, err
 	}

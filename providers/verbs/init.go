@@ -24,7 +24,8 @@ func (provider) Name() string { return provName }
 // Version returns the C provider's version, 117.0.
 func (provider) Version() fi.Version { return provVersion }
 
-// declined is GetInfo's ENODATA with one reason.
-func declined(reason string) error {
-	return &fi.NoMatchError{Reasons: []fi.ProviderReason{{Provider: provName, Reason: reason}}}
+// declined is GetInfo's ENODATA with one reason and the advice, if any,
+// that goes with it.
+func declined(reason, hint string) error {
+	return &fi.NoMatchError{Reasons: []fi.ProviderReason{{Provider: provName, Reason: reason, Hint: hint}}}
 }
