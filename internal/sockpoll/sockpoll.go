@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package sockpoll is the background progress (FI_PROGRESS_AUTO) of the
 // socket providers (tcp, udp): a goroutine per endpoint that moves data
 // when the application does not.
@@ -12,10 +14,14 @@
 // netpoller, sleeps there, and runs the provider's progress when one is
 // ready. With Config.OnKick (manual data progress) it takes the sockets
 // only when the application is about to block, and does not look in on an
-// application that polls. It ends with Halt.
+// application that polls. With Config.Deadline it also runs progress when
+// a timeout of the provider falls due while it waits (tcp: the stall watch
+// of RDM connections), and Wake makes it take a deadline that moved. It
+// ends with Halt.
 package sockpoll
 
 import (
+	"errors"
 	"os"
 	"sync"
 	"syscall"
@@ -43,6 +49,11 @@ type Config struct {
 	// receives are posted); while it is false the goroutine sleeps until
 	// Kick.
 	Wanted func() bool
+	// Deadline, if set, returns when the provider wants progress to run
+	// although no socket is ready (a timeout of its own falls due), or
+	// the zero time for never. The goroutine looks at it each time it
+	// arms the sockets, and whenever Wake is called.
+	Deadline func() time.Time
 	// WG counts the goroutine, so that the endpoint's Close can wait for
 	// it.
 	WG *sync.WaitGroup
@@ -140,6 +151,17 @@ func (p *Poller) Kick() {
 	}
 }
 
+// Wake makes the goroutine, if it waits for the sockets, look at
+// Config.Deadline again: call it when the deadline moved earlier.
+func (p *Poller) Wake() {
+	if p.cfg.Deadline == nil {
+		return
+	}
+	// A deadline in the past ends the wait at once; the loop then sets
+	// the current one.
+	_ = p.epf.SetReadDeadline(time.Unix(1, 0))
+}
+
 // Rearm arms the sockets again with their current Events, if they are
 // armed (tcp: sends now wait for room, watch for writability too).
 func (p *Poller) Rearm() {
@@ -234,13 +256,31 @@ func (p *Poller) loop() {
 		}
 		seen := p.cfg.Polls()
 		p.setArmed(true)
+		p.setDeadline()
 		err := p.eprc.Read(ready)
 		p.setArmed(false)
-		if err != nil {
+		if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
 			return // halted
 		}
 		if p.cfg.Polls() == seen {
 			p.cfg.Progress()
+		}
+	}
+}
+
+// setDeadline bounds the coming wait by Config.Deadline. A Wake that
+// lands between reading the deadline and setting it would be overwritten:
+// reading it again after setting it catches that, since the caller of
+// Wake moved the deadline first.
+func (p *Poller) setDeadline() {
+	if p.cfg.Deadline == nil {
+		return
+	}
+	for {
+		d := p.cfg.Deadline()
+		_ = p.epf.SetReadDeadline(d)
+		if p.cfg.Deadline().Equal(d) {
+			return
 		}
 	}
 }

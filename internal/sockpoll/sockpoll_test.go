@@ -1,3 +1,5 @@
+//go:build linux
+
 package sockpoll
 
 import (
@@ -129,4 +131,74 @@ func TestOnKick(t *testing.T) {
 	wantNone(t, got, "progress ran after the application polled, with no Kick since")
 	p.Kick()
 	wantByte(t, got, 2, "no progress after the second Kick")
+}
+
+// deadlineConfig is a Config whose Progress reports on ran and clears
+// the deadline, which is at (Unix nanoseconds, 0 for none).
+func deadlineConfig(wg *sync.WaitGroup, at *atomic.Int64, ran chan<- struct{}, onKick bool) Config {
+	var polls atomic.Uint64
+	return Config{
+		Name:     "test",
+		Progress: func() { at.Store(0); ran <- struct{}{} },
+		Polls:    polls.Load,
+		Events:   func(int) uint32 { return unix.EPOLLIN },
+		Deadline: func() time.Time {
+			if ns := at.Load(); ns != 0 {
+				return time.Unix(0, ns)
+			}
+			return time.Time{}
+		},
+		OnKick: onKick,
+		WG:     wg,
+	}
+}
+
+func wantRun(t *testing.T, ran <-chan struct{}, why string) {
+	t.Helper()
+	select {
+	case <-ran:
+	case <-time.After(10 * time.Second):
+		t.Fatal(why)
+	}
+}
+
+// A deadline runs progress although no socket is ready, with the
+// goroutine watching on its own and after a Kick (manual progress).
+func TestDeadline(t *testing.T) {
+	for _, onKick := range []bool{false, true} {
+		defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+		a, _ := pair(t)
+		var (
+			wg  sync.WaitGroup
+			at  atomic.Int64
+			ran = make(chan struct{}, 16)
+		)
+		at.Store(time.Now().Add(20 * PollWindow).UnixNano())
+		p, err := Start(deadlineConfig(&wg, &at, ran, onKick), a)
+		require.NoError(t, err)
+		p.Kick()
+		wantRun(t, ran, "no progress when the deadline passed")
+		p.Halt()
+		wg.Wait()
+	}
+}
+
+// Wake ends a wait that began without a deadline, so that one set later
+// is kept.
+func TestWake(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	a, _ := pair(t)
+	var (
+		wg  sync.WaitGroup
+		at  atomic.Int64
+		ran = make(chan struct{}, 16)
+	)
+	p, err := Start(deadlineConfig(&wg, &at, ran, true), a)
+	require.NoError(t, err)
+	defer func() { p.Halt(); wg.Wait() }()
+	p.Kick()
+	time.Sleep(20 * PollWindow) // it waits for the socket, with no deadline
+	at.Store(time.Now().Add(5 * PollWindow).UnixNano())
+	p.Wake()
+	wantRun(t, ran, "no progress at a deadline set after the wait began")
 }

@@ -1,24 +1,29 @@
+//go:build linux
+
 package tcp
 
 import (
 	"context"
 	"net"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/cockroachdb/errors"
 	"github.com/gofabric/gofabric/ep"
 	"github.com/gofabric/gofabric/eq"
 	"github.com/gofabric/gofabric/fi"
+	"golang.org/x/sys/unix"
 )
 
 // Connect starts connecting to addr, a sockaddr, with private data
 // (fi_connect). It returns at once; the outcome arrives on the bound event
 // queue: eq.Connected with the peer's accept data, or an *eq.EQError with
-// fi.ECONNREFUSED (a reject, whose data is in ErrData, or nothing
-// listening), fi.ETIMEDOUT (no answer within FI_TCP_CONN_TIMEOUT), or the
-// socket's error. The endpoint must be enabled. Private data over
-// CMDataSize is refused with fi.EINVAL and nothing is sent.
+// fi.ECONNREFUSED (a reject, whose data is in ErrData, with ProvErrno 0;
+// or nothing listening, with ProvErrno ECONNREFUSED), fi.ETIMEDOUT (no
+// answer within FI_TCP_CONN_TIMEOUT), or the socket's error (its errno in
+// ProvErrno). The endpoint must be enabled. Private data over CMDataSize
+// is refused with fi.EINVAL and nothing is sent.
 func (e *endpoint) Connect(addr []byte, data []byte) error {
 	dest, err := peerAddr(addr)
 	if err != nil {
@@ -59,11 +64,22 @@ func (e *endpoint) Connect(addr []byte, data []byte) error {
 }
 
 // dial runs a connection attempt: TCP connect, the CM request, the peer's
-// answer (§2.3 of the wire spec), and its event.
+// answer (docs/wire-tcp.md, §2.3), and its event.
 func (e *endpoint) dial(ctx context.Context, local *net.TCPAddr, dest string, msg []byte) {
 	d := net.Dialer{}
 	if local != nil {
 		d.LocalAddr = local
+		if local.Port == 0 {
+			// Let connect pick the port (IP_BIND_ADDRESS_NO_PORT): a
+			// bind to port 0 searches for a port no other socket holds,
+			// which slows down as connections add up (an RDM endpoint
+			// binds every connection to the IP of its name).
+			d.Control = func(_, _ string, rc syscall.RawConn) error {
+				return rc.Control(func(fd uintptr) {
+					_ = unix.SetsockoptInt(int(fd), unix.IPPROTO_IP, unix.IP_BIND_ADDRESS_NO_PORT, 1)
+				})
+			}
+		}
 	}
 	c, err := d.DialContext(ctx, "tcp", dest)
 	if err != nil {
@@ -90,7 +106,7 @@ func (e *endpoint) dial(ctx context.Context, local *net.TCPAddr, dest string, ms
 		if e.rdm != nil && !e.rdm.accepted(e, data) {
 			conn.Close()
 			if e.cs.Failed() == nil {
-				e.postError(fi.EIO, nil)
+				e.postError(fi.EIO, 0, nil)
 			}
 			return
 		}
@@ -104,12 +120,12 @@ func (e *endpoint) dial(ctx context.Context, local *net.TCPAddr, dest string, ms
 	case cmReject:
 		conn.Close()
 		if e.cs.Rejected() == nil {
-			e.postError(fi.ECONNREFUSED, data)
+			e.postError(fi.ECONNREFUSED, 0, data)
 		}
 	default:
 		conn.Close()
 		if e.cs.Failed() == nil {
-			e.postError(fi.EIO, nil)
+			e.postError(fi.EIO, 0, nil)
 		}
 	}
 }
@@ -132,12 +148,26 @@ func (e *endpoint) connectFailed(ctx context.Context, err error) {
 	} else if ctx.Err() != nil {
 		return
 	}
-	if code == fi.EOTHER || code == fi.ECANCELED {
+	switch {
+	case errors.Is(err, syscall.EPIPE):
+		code = fi.ECONNRESET // the peer reset the connection before our request
+	case code == fi.EOTHER || code == fi.ECANCELED:
 		code = fi.EIO
 	}
 	if e.cs.Failed() == nil {
-		e.postError(code, nil)
+		e.postError(code, sockErrno(err), nil)
 	}
+}
+
+// sockErrno is the errno of the system call that failed in err, 0 when
+// none did: an EQError's ProvErrno, which tells the kernel's refusal of a
+// TCP connect (nothing listens) from a peer's reject (ProvErrno 0).
+func sockErrno(err error) int {
+	var se syscall.Errno
+	if errors.As(err, &se) {
+		return int(se)
+	}
+	return 0
 }
 
 // Accept accepts the connection request the endpoint was opened for, with
@@ -176,7 +206,7 @@ func (e *endpoint) Accept(data []byte) error {
 			code = fi.EIO
 		}
 		if e.cs.Failed() == nil {
-			e.postError(code, nil)
+			e.postError(code, sockErrno(err), nil)
 		}
 		return nil
 	}

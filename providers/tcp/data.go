@@ -1,3 +1,5 @@
+//go:build linux
+
 package tcp
 
 import (
@@ -166,6 +168,11 @@ func (e *endpoint) post(a *txArgs, kind txKind) error {
 		t.iov, t.niov = a.iov, a.niov
 	}
 	d.appOps++
+	if kind == txRead {
+		if d.reads++; d.reads == 1 {
+			d.readsStarted(e)
+		}
+	}
 	d.enqueue(e, i)
 	return nil
 }

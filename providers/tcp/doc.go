@@ -51,20 +51,36 @@
 //
 // A passive endpoint binds its socket when it opens (Name gives the port
 // at once; SetName rebinds it before Listen) and listens from Listen on.
-// Each accepted socket must deliver a valid CM request (§2.3 of the wire
-// spec) within FI_TCP_CONN_TIMEOUT, or it is closed without an event; a
+// Each accepted socket must deliver a valid CM request (docs/wire-tcp.md,
+// §2.3) within FI_TCP_CONN_TIMEOUT, or it is closed without an event; a
 // valid one becomes an eq.ConnReq whose Info.Handle names it. Opening an
 // endpoint from that Info and calling Accept sends the answer and queues
 // eq.Connected at once, as C does; Reject sends the reject with its data
 // and closes the socket, and the connecting side gets an *eq.EQError with
-// fi.ECONNREFUSED and the data in ErrData. Requests beyond the backlog
-// (ep.BacklogSetter, default ep.DefaultBacklog) and those pending when the
-// passive endpoint closes are rejected without data.
+// fi.ECONNREFUSED and the data in ErrData. The backlog of requests
+// reported and not yet accepted or rejected (ep.BacklogSetter) is by
+// default the kernel's accept queue, net.core.somaxconn (4096 since Linux
+// 5.4), which is also the listen(2) backlog (C passes 4096 and ignores
+// FI_BACKLOG): a burst of connections the kernel queued is reported in
+// full (1,000 clients connecting at once all connect). Requests beyond a
+// backlog the application set, and those pending when the passive
+// endpoint closes, are rejected without data.
+//
+// A listener reads the requests of at most 256 accepted sockets at once.
+// When that many wait, it closes the oldest that has sent nothing (or
+// only part of a request) for a second, and while none has, it leaves the
+// next connections in the kernel's queue; so sockets that connect and
+// send nothing hold at most 256 descriptors and goroutines per listener,
+// and clients behind a flood of them still connect.
 //
 // Connect returns at once; a goroutine dials, sends the request and reads
 // the answer, bounded by FI_TCP_CONN_TIMEOUT, and queues eq.Connected or
-// an error event: fi.ECONNREFUSED (rejected, or nothing listening),
-// fi.ETIMEDOUT, or the socket's error. Connect and Accept need an enabled
+// an error event: fi.ECONNREFUSED, fi.ETIMEDOUT, or the socket's error. A
+// refusal says who refused: nothing listening at the address (the kernel
+// refused the TCP connect) has ProvErrno 111 (ECONNREFUSED, the socket's
+// errno, which failed socket calls report in ProvErrno), a reject by the
+// peer (its application, or its backlog full) ProvErrno 0 and the
+// reject's data, if any, in ErrData. Connect and Accept need an enabled
 // endpoint. Shutdown writes what the socket takes of the queued sends,
 // shuts the socket down and queues the endpoint's one eq.Shutdown; the
 // peer gets its eq.Shutdown when it sees the end of the stream (so does a
@@ -126,7 +142,7 @@
 //
 // # RDM endpoints (tcp;ofi_rxm)
 //
-// An RDM endpoint is ofi_rxm's protocol (§3 of the wire spec) over this
+// An RDM endpoint is ofi_rxm's protocol (docs/wire-tcp.md, §3) over this
 // provider's own connections, as C layers it: a passive endpoint whose
 // address is the endpoint's name (Name, SetName before Enable), and at most
 // one connection per peer, opened by the first send to a peer with no
@@ -136,20 +152,45 @@
 // listening, and requests are answered as rxm does: a record that fails
 // C's checks is rejected with reason 1; a peer we are connecting to at the
 // same time is accepted, or rejected with reason 2 ("already connected"),
-// by comparing the two addresses; a peer already connected from the same
-// process is rejected with reason 2, from another process (it restarted)
-// replaces the old connection.
+// by comparing the two addresses. A request naming a peer we have a
+// connection with replaces that connection when it is gone (the peer
+// closed or died and came back); while it is alive the request is
+// rejected with reason 2, whichever process the record names. C's rxm
+// rejects it only when the record names the same process, and otherwise
+// takes it for a restart and closes the live connection: a process on
+// the peer's host could then take over the peer's connection by naming
+// its address, and what was in flight on it was lost. A restarted peer
+// whose old connection still looks alive (its host rebooted) is refused,
+// and retries, until that connection fails (FI_TCP_USER_TIMEOUT).
 //
 // The first send to a peer with no connection returns bare fi.EAGAIN, and
 // so do the next ones until the connection is up: retrying while reading
 // the CQ, as fi_pingpong does, never stalls, because the connection does
-// not wait for the application. When the attempt fails (nothing listening,
-// rejected, timed out after FI_TCP_CONN_TIMEOUT) the next send returns that
-// error (fi.ECONNREFUSED, fi.ETIMEDOUT) once; the one after tries again.
-// A connection that ends (the peer closed or died, or broke the protocol)
-// fails what was pending on it with fi.ECANCELED error entries, the
-// rendezvous sends waiting for that peer included; other peers are not
-// touched, and the next send to the peer opens a new connection.
+// not wait for the application. An attempt that is refused (nothing
+// listening yet, the peer's backlog or rxm refusing, or reset before the
+// answer) is retried by a later send, after a pause that grows from 1 ms
+// to 1 s, while the sends keep returning fi.EAGAIN, as C's rxm does while
+// it connects; once FI_TCP_CONN_TIMEOUT has passed since the first
+// attempt, or when an attempt fails otherwise (timed out after
+// FI_TCP_CONN_TIMEOUT, unreachable), the next send returns that error
+// (fi.ECONNREFUSED, fi.ETIMEDOUT) once, and the one after starts over.
+// So 3,000 peers whose first sends reach one endpoint at once all get
+// through, with no error reaching the application. A connection that ends
+// (the peer closed or died, or broke the protocol) fails what was pending
+// on it with fi.ECANCELED error entries (fi.ETIMEDOUT when it timed out),
+// the rendezvous sends waiting for that peer included; other peers are
+// not touched, and the next send to the peer opens a new connection.
+//
+// A peer cannot hold the endpoint's receives for ever: a connection that
+// holds a posted receive (a rendezvous whose reads the peer must answer,
+// or a message whose payload it stopped sending half way) and delivers no
+// byte of it for FI_TCP_STALL_TIMEOUT (default 30 s) is dropped, and
+// those receives complete with fi.ETIMEDOUT error entries. A slow peer
+// that keeps delivering is not, however long the transfer; time the
+// connection waits for the application (no receive posted, no buffer
+// free) does not count. The watch runs with progress: from CQ reads, or
+// from the connection's goroutine while a reader blocks. C's rxm waits
+// for ever.
 //
 // Untagged messages of up to 16384 bytes (rxm's eager limit) go with the
 // 64-byte rxm header, tagged ones in the raw tagged form (the tag in the
@@ -208,6 +249,24 @@
 //   - FI_TCP_CONN_TIMEOUT: gofabric's own, with no C counterpart: the
 //     milliseconds a connection attempt may take, from the TCP connect to
 //     the peer's CM answer, before it fails with fi.ETIMEDOUT on the event
-//     queue, and that an accepted socket has to deliver its request;
-//     default 30000, at least 1.
+//     queue, and that an accepted socket has to deliver its request; how
+//     long an RDM endpoint retries a refused connection before a send
+//     reports it; default 30000, at least 1.
+//   - FI_TCP_USER_TIMEOUT: gofabric's own (C 1.17 sets no such bound): the
+//     milliseconds an established connection survives a peer that stops
+//     answering, a cut link or a dead host. Every connection gets
+//     TCP_USER_TIMEOUT (tcp(7)) of that much, which fails it once data
+//     it sent has gone unacknowledged that long, and keepalive probes
+//     after a third of it of silence and then every third (whole seconds,
+//     at least one), so that an idle connection finds out too, within
+//     the timeout (2 s at the least). The connection then fails: its
+//     pending operations complete with fi.ETIMEDOUT error entries and an
+//     FI_EP_MSG endpoint gets eq.Shutdown. Default 30000; 0 sets nothing
+//     (and turns off Go's keepalive), leaving the kernel's limits: about
+//     15 minutes of retransmissions. Each process reads its own
+//     environment, so a test can give one side a short bound.
+//   - FI_TCP_STALL_TIMEOUT: gofabric's own: the milliseconds a peer of an
+//     RDM endpoint may hold one of its posted receives without delivering
+//     a byte of it (see RDM endpoints above); default 30000, 0 waits for
+//     ever.
 package tcp

@@ -1,3 +1,5 @@
+//go:build linux
+
 package tcp
 
 import (
@@ -13,8 +15,8 @@ import (
 // endpoints do not use, so fi.OpenAV gives ENOSYS. Safe for concurrent
 // use.
 type domain struct {
-	// ref counts the CQs, counters and MRs opened on the domain; Close
-	// returns EBUSY while any is open.
+	// ref counts the endpoints, CQs, counters, AVs and MRs opened on the
+	// domain; Close returns EBUSY while any is open.
 	ref    provutil.Ref
 	fabric *fabric
 	info   *fi.Info
@@ -37,15 +39,16 @@ func newDomain(f *fabric, info *fi.Info) *domain {
 // Info returns the Info the domain was opened with.
 func (d *domain) Info() *fi.Info { return d.info }
 
-// Close closes the domain (fi_close). It returns bare fi.EBUSY while CQs,
-// counters or memory regions opened on it are open, and fi.EBADF once
-// closed; then it lets the fabric close.
+// Close closes the domain (fi_close). While endpoints, CQs, counters, AVs
+// or memory regions opened on it are open it returns fi.EBUSY, saying
+// which ("tcp: close domain: 2 endpoints and 1 cq still open"); once
+// closed, bare fi.EBADF. Closing lets the fabric close.
 func (d *domain) Close() error {
-	if err := d.ref.BeginClose(); err != nil {
+	if err := d.ref.BeginCloseFor("tcp: close domain", provutil.KindEndpoint); err != nil {
 		return err
 	}
 	d.mrs.Close()
-	d.fabric.ref.Release()
+	d.fabric.ref.ReleaseKind(provutil.KindDomain)
 	return nil
 }
 
@@ -60,7 +63,7 @@ func (d *domain) acquire(op string) error {
 // OpenCQ opens a completion queue (fi_cq_open): the framework's software
 // CQ, which holds a reference on the domain until it closes.
 func (d *domain) OpenCQ(attr *eq.CQAttr) (eq.CompletionQueue, error) {
-	c, err := provutil.OpenChildCQ(&d.ref, attr, "tcp: open cq")
+	c, err := provutil.OpenChildCQ(&d.ref, attr, "tcp")
 	if err != nil {
 		return nil, err
 	}
@@ -73,7 +76,7 @@ func (d *domain) OpenCQ(attr *eq.CQAttr) (eq.CompletionQueue, error) {
 // OpenCounter opens a counter (fi_cntr_open): the framework's software
 // counter, which holds a reference on the domain until it closes.
 func (d *domain) OpenCounter(attr *eq.CounterAttr) (eq.Counter, error) {
-	c, err := provutil.OpenChildCounter(&d.ref, attr, "tcp: open counter")
+	c, err := provutil.OpenChildCounter(&d.ref, attr, "tcp")
 	if err != nil {
 		return nil, err
 	}
@@ -87,7 +90,7 @@ func (d *domain) OpenCounter(attr *eq.CounterAttr) (eq.Counter, error) {
 // (sockaddr_in, sockaddr_in6) for RDM endpoints; FI_AV_MAP and
 // FI_AV_TABLE both give dense indexes.
 func (d *domain) OpenAV(attr *fi.AVAttr) (fi.AV, error) {
-	a, err := provutil.OpenChildAV(&d.ref, attr, d.info.AddrFormat, checkPeerName, "tcp: open av")
+	a, err := provutil.OpenChildAV(&d.ref, attr, d.info.AddrFormat, checkPeerName, "tcp")
 	if err != nil {
 		return nil, err
 	}
@@ -119,7 +122,7 @@ type addrVector struct {
 // reference on the domain until it closes; its Desc is the
 // *provutil.MR.
 func (d *domain) RegisterMR(attr *fi.MRAttr, flags fi.Flags) (fi.MR, error) {
-	return provutil.RegisterChildMR(&d.ref, d.mrs, attr, flags, "tcp: register mr")
+	return provutil.RegisterChildMR(&d.ref, d.mrs, attr, flags, "tcp")
 }
 
 // completionQueue is a software CQ that releases its domain's reference

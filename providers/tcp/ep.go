@@ -1,3 +1,5 @@
+//go:build linux
+
 package tcp
 
 import (
@@ -50,6 +52,12 @@ type endpoint struct {
 	autoWG sync.WaitGroup
 	// polls counts the application's queue reads that ran progress.
 	polls atomic.Uint64
+	// stallAt is when the stall watch of an RDM connection falls due
+	// (monoNow's clock), 0 when it holds nothing (stall.go).
+	stallAt atomic.Int64
+	// lostWith is the fi.Errno the connection's pending operations failed
+	// with when it was lost (fi.ETIMEDOUT or fi.ECANCELED), 0 before.
+	lostWith atomic.Int32
 
 	// rdm is the RDM endpoint whose connection this is (rdm.go), nil for
 	// an application's FI_EP_MSG endpoint; peer is the peer it reaches.
@@ -335,14 +343,16 @@ func (e *endpoint) postEvent(ev eq.Event) {
 	}
 }
 
-// postError queues an error event about the endpoint.
-func (e *endpoint) postError(code fi.Errno, data []byte) {
+// postError queues an error event about the endpoint: code, the socket's
+// errno when a system call failed (ProvErrno, 0 otherwise), and a reject's
+// data.
+func (e *endpoint) postError(code fi.Errno, provErrno int, data []byte) {
 	if e.rdm != nil {
 		e.rdm.connEvent(e, nil, code, data)
 		return
 	}
 	if q := e.eventQueue(); q != nil {
-		_ = q.PostErr(&eq.EQError{Fid: e, Err: code, ErrData: data})
+		_ = q.PostErr(&eq.EQError{Fid: e, Err: code, ProvErrno: provErrno, ErrData: data})
 	}
 }
 
@@ -410,6 +420,10 @@ func (e *endpoint) attach(conn *net.TCPConn, codec dataCodec, want ep.CMState) b
 	}
 	if !e.params.nodelay {
 		_ = conn.SetNoDelay(false)
+	}
+	if err := setLiveness(rc, e.params.userTimeout); err != nil {
+		fi.Logger(provName).Warn("tcp: cannot bound the connection's liveness; it keeps the kernel's retransmission limits",
+			"param", paramUserTimeout.Name, "err", err)
 	}
 	if cc := e.params.congestion; cc != "" {
 		var serr error

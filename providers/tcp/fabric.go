@@ -1,3 +1,5 @@
+//go:build linux
+
 package tcp
 
 import (
@@ -57,9 +59,13 @@ func (provider) OpenFabric(attr *fi.FabricAttr) (fi.Fabric, error) {
 	return f, nil
 }
 
-// Close closes the fabric (fi_close). It returns bare fi.EBUSY while
-// domains or event queues opened on it are open, and fi.EBADF once closed.
-func (f *fabric) Close() error { return f.ref.BeginClose() }
+// Close closes the fabric (fi_close). While domains, passive endpoints or
+// event queues opened on it are open it returns fi.EBUSY, saying which
+// ("tcp: close fabric: 1 domain and 1 eq still open"); once closed, bare
+// fi.EBADF.
+func (f *fabric) Close() error {
+	return f.ref.BeginCloseFor("tcp: close fabric", provutil.KindPassiveEndpoint)
+}
 
 // OpenDomain opens a domain of the fabric (fi_domain(3)) for info, an
 // entry GetInfo returned for this fabric.
@@ -73,7 +79,7 @@ func (f *fabric) OpenDomain(info *fi.Info) (fi.Domain, error) {
 	if t := info.EPAttr; t != nil && t.Type != fi.EPTypeUnspec && t.Type != fi.EPTypeMsg && t.Type != fi.EPTypeRDM {
 		return nil, errors.Wrapf(fi.EINVAL, "tcp: open domain: ep type %v not supported (offers FI_EP_MSG and FI_EP_RDM)", t.Type)
 	}
-	if err := f.ref.Acquire(); err != nil {
+	if err := f.ref.AcquireKind(provutil.KindDomain); err != nil {
 		return nil, errors.Wrap(err, "tcp: open domain: fabric closed")
 	}
 	return newDomain(f, info), nil
@@ -82,7 +88,7 @@ func (f *fabric) OpenDomain(info *fi.Info) (fi.Domain, error) {
 // OpenEQ opens an event queue (fi_eq_open): the framework's software EQ,
 // which holds a reference on the fabric until it closes.
 func (f *fabric) OpenEQ(attr *eq.Attr) (eq.EventQueue, error) {
-	q, err := provutil.OpenChildEQ(&f.ref, attr, "tcp: open eq")
+	q, err := provutil.OpenChildEQ(&f.ref, attr, "tcp")
 	if err != nil {
 		return nil, err
 	}

@@ -1,3 +1,5 @@
+//go:build linux
+
 package tcp_test
 
 import (
@@ -18,7 +20,8 @@ import (
 // the test's duration.
 func cleanEnv(t testing.TB) {
 	for _, v := range []string{"FI_PROVIDER", "FI_TCP_IFACE", "FI_TCP_PORT_LOW_RANGE",
-		"FI_TCP_PORT_HIGH_RANGE", "FI_TCP_NODELAY", "FI_TCP_CONGESTION", "FI_TCP_CONN_TIMEOUT"} {
+		"FI_TCP_PORT_HIGH_RANGE", "FI_TCP_NODELAY", "FI_TCP_CONGESTION", "FI_TCP_CONN_TIMEOUT",
+		"FI_TCP_USER_TIMEOUT", "FI_TCP_STALL_TIMEOUT"} {
 		t.Setenv(v, "") // restores the old value at cleanup
 		require.NoError(t, os.Unsetenv(v))
 	}

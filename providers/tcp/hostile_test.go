@@ -1,3 +1,5 @@
+//go:build linux
+
 package tcp_test
 
 import (
@@ -15,7 +17,7 @@ import (
 	"go.uber.org/goleak"
 )
 
-// cmRequest is a valid 1.17 CM connect request with data (wire spec §2.3).
+// cmRequest is a valid 1.17 CM connect request with data (docs/wire-tcp.md, §2.3).
 func cmRequest(data []byte) []byte {
 	b := make([]byte, 32, 32+len(data))
 	b[0], b[1] = 3, 0

@@ -1,3 +1,5 @@
+//go:build linux
+
 package tcp
 
 import (
@@ -11,7 +13,8 @@ import (
 
 // The provider's environment variables (fi_param_define(3)); fi_info -e
 // lists them. The first four mean what they mean to the C provider; the
-// connect timeout is gofabric's own.
+// congestion control and the timeouts are gofabric's own (C 1.17 sets no
+// TCP_USER_TIMEOUT or keepalive and has no such variables).
 var (
 	paramIface = fi.DefineParam(provName, "iface", fi.ParamString,
 		"Name of the network interface to use, e.g. eth0 (default: every interface that is up)")
@@ -24,7 +27,11 @@ var (
 	paramCongestion = fi.DefineParam(provName, "congestion", fi.ParamString,
 		"gofabric only: TCP congestion control of the provider's connections, one of net.ipv4.tcp_available_congestion_control, e.g. reno or cubic (default: the system's, net.ipv4.tcp_congestion_control)")
 	paramConnTimeout = fi.DefineParam(provName, "conn_timeout", fi.ParamInt,
-		"gofabric only: milliseconds a connection attempt may take, from the TCP connect to the peer's CM response, before it fails with FI_ETIMEDOUT; also bounds the wait for a request on an accepted socket (default: 30000)")
+		"gofabric only: milliseconds a connection attempt may take, from the TCP connect to the peer's CM response, before it fails with FI_ETIMEDOUT; also bounds the wait for a request on an accepted socket, and how long an RDM endpoint retries a refused connection (default: 30000)")
+	paramUserTimeout = fi.DefineParam(provName, "user_timeout", fi.ParamInt,
+		"gofabric only: milliseconds an established connection may go without the peer acknowledging data or answering keepalive probes before it fails (TCP_USER_TIMEOUT, with keepalive probes every third of it); 0 leaves the kernel's retransmission limits, about 15 minutes, and no keepalive (default: 30000)")
+	paramStallTimeout = fi.DefineParam(provName, "stall_timeout", fi.ParamInt,
+		"gofabric only: milliseconds a peer of an RDM endpoint may hold a posted receive without delivering a byte of it (a rendezvous whose reads it does not answer, a message it stopped sending half way) before its connection is dropped and the receive fails with FI_ETIMEDOUT; 0 waits for ever (default: 30000)")
 )
 
 // params are the provider's settings, read from the environment by
@@ -46,6 +53,12 @@ type params struct {
 	// connTimeout bounds a connection attempt and the wait for the
 	// request on an accepted socket (FI_TCP_CONN_TIMEOUT).
 	connTimeout time.Duration
+	// userTimeout is the TCP_USER_TIMEOUT of established connections,
+	// with keepalive probes (FI_TCP_USER_TIMEOUT); 0 leaves the kernel's.
+	userTimeout time.Duration
+	// stallTimeout bounds how long a peer of an RDM endpoint may hold a
+	// receive without progress (FI_TCP_STALL_TIMEOUT); 0 is no bound.
+	stallTimeout time.Duration
 }
 
 // availableCongestion lists the congestion controls the kernel offers.
@@ -75,6 +88,18 @@ func congestionParam() (string, error) {
 // defaultConnTimeoutMS is FI_TCP_CONN_TIMEOUT's default: a peer that
 // never answers fails a connection attempt after 30 s.
 const defaultConnTimeoutMS = 30000
+
+// defaultUserTimeoutMS is FI_TCP_USER_TIMEOUT's default: a connection
+// whose peer stops acknowledging (a cut link, a dead host) fails within
+// 30 s rather than after the kernel's 15 minutes of retransmissions.
+const defaultUserTimeoutMS = 30000
+
+// defaultStallTimeoutMS is FI_TCP_STALL_TIMEOUT's default: a peer holds an
+// RDM endpoint's receive for at most 30 s without progress.
+const defaultStallTimeoutMS = 30000
+
+// maxMS is the largest millisecond value a time.Duration holds.
+const maxMS = int(time.Duration(1<<63-1) / time.Millisecond)
 
 // maxPort is the highest TCP port.
 const maxPort = 65535
@@ -110,7 +135,7 @@ func loadParams() (params, error) {
 	if p.congestion, err = congestionParam(); err != nil {
 		return params{}, err
 	}
-	ms, err := intParam(paramConnTimeout, 1, int(time.Duration(1<<63-1)/time.Millisecond))
+	ms, err := intParam(paramConnTimeout, 1, maxMS)
 	if err != nil {
 		return params{}, err
 	}
@@ -118,7 +143,22 @@ func loadParams() (params, error) {
 		ms = defaultConnTimeoutMS
 	}
 	p.connTimeout = time.Duration(ms) * time.Millisecond
+	if p.userTimeout, err = msParam(paramUserTimeout, defaultUserTimeoutMS); err != nil {
+		return params{}, err
+	}
+	if p.stallTimeout, err = msParam(paramStallTimeout, defaultStallTimeoutMS); err != nil {
+		return params{}, err
+	}
 	return p, nil
+}
+
+// msParam reads a parameter of milliseconds in [0, maxMS]; unset is def.
+func msParam(p *fi.Param, def int) (time.Duration, error) {
+	if _, ok := p.Lookup(); !ok {
+		return time.Duration(def) * time.Millisecond, nil
+	}
+	ms, err := intParam(p, 0, maxMS)
+	return time.Duration(ms) * time.Millisecond, err
 }
 
 // intParam reads an integer parameter in [lo, hi]; unset is 0.

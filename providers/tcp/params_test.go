@@ -1,3 +1,5 @@
+//go:build linux
+
 package tcp
 
 import (
@@ -10,7 +12,11 @@ import (
 )
 
 func TestLoadParams(t *testing.T) {
-	const dflt = defaultConnTimeoutMS * time.Millisecond
+	const (
+		dflt   = defaultConnTimeoutMS * time.Millisecond
+		dUser  = defaultUserTimeoutMS * time.Millisecond
+		dStall = defaultStallTimeoutMS * time.Millisecond
+	)
 	tests := []struct {
 		name string
 		env  map[string]string
@@ -18,16 +24,27 @@ func TestLoadParams(t *testing.T) {
 		// bad, when set, is the variable the error must name.
 		bad string
 	}{
-		{name: "defaults", want: params{nodelay: true, connTimeout: dflt}},
-		{name: "iface", env: map[string]string{"FI_TCP_IFACE": "eth7"}, want: params{iface: "eth7", nodelay: true, connTimeout: dflt}},
+		{name: "defaults", want: params{nodelay: true, connTimeout: dflt, userTimeout: dUser, stallTimeout: dStall}},
+		{name: "iface", env: map[string]string{"FI_TCP_IFACE": "eth7"}, want: params{iface: "eth7", nodelay: true, connTimeout: dflt, userTimeout: dUser, stallTimeout: dStall}},
 		{name: "port range", env: map[string]string{"FI_TCP_PORT_LOW_RANGE": "40000", "FI_TCP_PORT_HIGH_RANGE": "0x9c50"},
-			want: params{portLow: 40000, portHigh: 40016, nodelay: true, connTimeout: dflt}},
+			want: params{portLow: 40000, portHigh: 40016, nodelay: true, connTimeout: dflt, userTimeout: dUser, stallTimeout: dStall}},
 		{name: "one-port range", env: map[string]string{"FI_TCP_PORT_LOW_RANGE": "65535", "FI_TCP_PORT_HIGH_RANGE": "65535"},
-			want: params{portLow: 65535, portHigh: 65535, nodelay: true, connTimeout: dflt}},
-		{name: "nodelay off", env: map[string]string{"FI_TCP_NODELAY": "off"}, want: params{connTimeout: dflt}},
-		{name: "nodelay on", env: map[string]string{"FI_TCP_NODELAY": "1"}, want: params{nodelay: true, connTimeout: dflt}},
+			want: params{portLow: 65535, portHigh: 65535, nodelay: true, connTimeout: dflt, userTimeout: dUser, stallTimeout: dStall}},
+		{name: "nodelay off", env: map[string]string{"FI_TCP_NODELAY": "off"}, want: params{connTimeout: dflt, userTimeout: dUser, stallTimeout: dStall}},
+		{name: "nodelay on", env: map[string]string{"FI_TCP_NODELAY": "1"}, want: params{nodelay: true, connTimeout: dflt, userTimeout: dUser, stallTimeout: dStall}},
 		{name: "conn timeout", env: map[string]string{"FI_TCP_CONN_TIMEOUT": "1500"},
-			want: params{nodelay: true, connTimeout: 1500 * time.Millisecond}},
+			want: params{nodelay: true, connTimeout: 1500 * time.Millisecond, userTimeout: dUser, stallTimeout: dStall}},
+		{name: "user timeout", env: map[string]string{"FI_TCP_USER_TIMEOUT": "2000"},
+			want: params{nodelay: true, connTimeout: dflt, userTimeout: 2 * time.Second, stallTimeout: dStall}},
+		{name: "user timeout off", env: map[string]string{"FI_TCP_USER_TIMEOUT": "0"},
+			want: params{nodelay: true, connTimeout: dflt, stallTimeout: dStall}},
+		{name: "stall timeout", env: map[string]string{"FI_TCP_STALL_TIMEOUT": "0x1f4"},
+			want: params{nodelay: true, connTimeout: dflt, userTimeout: dUser, stallTimeout: 500 * time.Millisecond}},
+		{name: "stall timeout off", env: map[string]string{"FI_TCP_STALL_TIMEOUT": "0"},
+			want: params{nodelay: true, connTimeout: dflt, userTimeout: dUser}},
+		{name: "negative user timeout", env: map[string]string{"FI_TCP_USER_TIMEOUT": "-1"}, bad: "FI_TCP_USER_TIMEOUT=-1"},
+		{name: "stall timeout not a number", env: map[string]string{"FI_TCP_STALL_TIMEOUT": "soon"}, bad: "FI_TCP_STALL_TIMEOUT"},
+		{name: "user timeout overflows", env: map[string]string{"FI_TCP_USER_TIMEOUT": "9223372036854775807"}, bad: "FI_TCP_USER_TIMEOUT"},
 		{name: "low without high", env: map[string]string{"FI_TCP_PORT_LOW_RANGE": "40000"}, bad: "FI_TCP_PORT_HIGH_RANGE"},
 		{name: "high without low", env: map[string]string{"FI_TCP_PORT_HIGH_RANGE": "40000"}, bad: "FI_TCP_PORT_LOW_RANGE"},
 		{name: "low above high", env: map[string]string{"FI_TCP_PORT_LOW_RANGE": "5001", "FI_TCP_PORT_HIGH_RANGE": "5000"}, bad: "FI_TCP_PORT_LOW_RANGE=5001"},
@@ -36,7 +53,7 @@ func TestLoadParams(t *testing.T) {
 		{name: "port not a number", env: map[string]string{"FI_TCP_PORT_LOW_RANGE": "low"}, bad: "FI_TCP_PORT_LOW_RANGE"},
 		{name: "nodelay not a boolean", env: map[string]string{"FI_TCP_NODELAY": "2"}, bad: "FI_TCP_NODELAY"},
 		{name: "congestion reno", env: map[string]string{"FI_TCP_CONGESTION": "reno"},
-			want: params{nodelay: true, congestion: "reno", connTimeout: dflt}},
+			want: params{nodelay: true, congestion: "reno", connTimeout: dflt, userTimeout: dUser, stallTimeout: dStall}},
 		{name: "congestion not offered", env: map[string]string{"FI_TCP_CONGESTION": "nosuchcc"}, bad: "FI_TCP_CONGESTION=\"nosuchcc\""},
 		{name: "zero timeout", env: map[string]string{"FI_TCP_CONN_TIMEOUT": "0"}, bad: "FI_TCP_CONN_TIMEOUT=0"},
 		{name: "negative timeout", env: map[string]string{"FI_TCP_CONN_TIMEOUT": "-5"}, bad: "FI_TCP_CONN_TIMEOUT=-5"},
@@ -44,7 +61,7 @@ func TestLoadParams(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			for _, p := range []*fi.Param{paramIface, paramPortLow, paramPortHigh, paramNodelay, paramCongestion, paramConnTimeout} {
+			for _, p := range []*fi.Param{paramIface, paramPortLow, paramPortHigh, paramNodelay, paramCongestion, paramConnTimeout, paramUserTimeout, paramStallTimeout} {
 				t.Setenv(p.Name, "")
 				require.NoError(t, os.Unsetenv(p.Name))
 			}
@@ -69,6 +86,7 @@ func TestParamsListed(t *testing.T) {
 		"FI_TCP_IFACE": fi.ParamString, "FI_TCP_PORT_LOW_RANGE": fi.ParamInt,
 		"FI_TCP_PORT_HIGH_RANGE": fi.ParamInt, "FI_TCP_NODELAY": fi.ParamBool,
 		"FI_TCP_CONN_TIMEOUT": fi.ParamInt, "FI_TCP_CONGESTION": fi.ParamString,
+		"FI_TCP_USER_TIMEOUT": fi.ParamInt, "FI_TCP_STALL_TIMEOUT": fi.ParamInt,
 	}
 	for _, p := range fi.Params() {
 		if p.Prov != "tcp" {

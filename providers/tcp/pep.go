@@ -1,3 +1,5 @@
+//go:build linux
+
 package tcp
 
 import (
@@ -5,6 +7,9 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -15,10 +20,39 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// listenBacklog is the listen(2) backlog, the C provider's. The
-// application-level backlog (requests reported and not yet accepted or
-// rejected) is ep.Backlog's.
-const listenBacklog = 4096
+// A listener reads the requests of at most maxHandshakes accepted sockets
+// at once, each on a goroutine bounded by FI_TCP_CONN_TIMEOUT. When that
+// many are pending it closes the oldest one that has been silent for
+// handshakeGrace (nothing to read: it sent nothing, or only part of a
+// request, and the rest is not there), and while none qualifies it stops
+// accepting, leaving new connections in the kernel's queue. So sockets
+// that connect and send nothing cost at most maxHandshakes descriptors and
+// goroutines, and a client behind them gets its turn: one does not wait
+// for a request it already has, and a request arrives with (or right
+// after) the TCP handshake, long before the grace is up.
+const (
+	maxHandshakes  = 256
+	handshakeGrace = time.Second
+)
+
+// somaxconn is where the kernel keeps its limit on a listening socket's
+// accept queue (net.core.somaxconn); listen(2) caps every backlog at it.
+const somaxconn = "/proc/sys/net/core/somaxconn"
+
+// systemBacklog returns the kernel's accept queue size, net.core.somaxconn
+// (4096 by default since Linux 5.4), or unix.SOMAXCONN when it cannot be
+// read. It is the listen(2) backlog of every passive endpoint, as the C
+// provider passes 4096, and the default of the provider's own backlog of
+// requests (ep.Backlog), so that the provider never refuses a request the
+// kernel's queue took.
+func systemBacklog() int {
+	if b, err := os.ReadFile(somaxconn); err == nil {
+		if n, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && n > 0 {
+			return n
+		}
+	}
+	return unix.SOMAXCONN
+}
 
 // passiveEP is a listening endpoint (struct fid_pep; fi_passive_ep,
 // fi_listen, fi_reject). Its socket is bound when it opens (so Name gives
@@ -40,8 +74,11 @@ type passiveEP struct {
 	fd     int // the bound socket until Listen, then -1
 	name   []byte
 	ln     *net.TCPListener
-	hs     map[*net.TCPConn]struct{} // sockets whose request is being read
+	hs     map[*net.TCPConn]time.Time // sockets whose request is being read, and when each was accepted
 	closed bool
+
+	// hsDone tells the accept loop that a socket left hs.
+	hsDone chan struct{}
 
 	wg sync.WaitGroup // the accept loop and the request readers
 }
@@ -71,8 +108,9 @@ func (f *fabric) OpenPassive(info *fi.Info) (ep.PassiveEndpoint, error) {
 	if err := f.ref.Acquire(); err != nil {
 		return nil, errors.Wrap(err, "tcp: open passive endpoint: fabric closed")
 	}
-	p := &passiveEP{fabric: f, info: info.Clone(), fd: -1, hs: make(map[*net.TCPConn]struct{})}
+	p := &passiveEP{fabric: f, info: info.Clone(), fd: -1, hs: make(map[*net.TCPConn]time.Time), hsDone: make(chan struct{}, 1)}
 	p.log = func(msg string, args ...any) { fi.Logger(provName).Debug(msg, args...) }
+	_ = p.backlog.SetBacklog(systemBacklog())
 	if err := p.bindTo(ap); err != nil {
 		f.ref.Release()
 		return nil, err
@@ -208,7 +246,8 @@ func (p *passiveEP) Bind(q eq.EventQueue, flags fi.Flags) error {
 }
 
 // SetBacklog sets how many requests may wait for Accept or Reject
-// (fi_control FI_BACKLOG); more are rejected.
+// (fi_control FI_BACKLOG); more are rejected without data. The default is
+// the kernel's accept queue size, net.core.somaxconn.
 func (p *passiveEP) SetBacklog(n int) error { return p.backlog.SetBacklog(n) }
 
 // SetName rebinds the endpoint to addr (fi_setname) before Listen; port 0
@@ -255,7 +294,7 @@ func (p *passiveEP) Listen() error {
 	if err := p.backlog.Listen(); err != nil {
 		return errors.Wrap(err, "tcp: listen")
 	}
-	if err := unix.Listen(p.fd, listenBacklog); err != nil {
+	if err := unix.Listen(p.fd, systemBacklog()); err != nil {
 		return errors.Wrapf(fi.Code(err), "tcp: listen: %v", err)
 	}
 	f := os.NewFile(uintptr(p.fd), "tcp-pep")
@@ -291,11 +330,82 @@ func (p *passiveEP) acceptLoop(ln *net.TCPListener) {
 			c.Close()
 			return
 		}
-		p.hs[c] = struct{}{}
+		p.hs[c] = time.Now()
 		p.wg.Add(1)
 		p.mu.Unlock()
 		go p.readRequest(c)
+		p.makeRoom()
 	}
+}
+
+// makeRoom returns once fewer than maxHandshakes accepted sockets wait
+// for their request (or the endpoint closed), closing the oldest silent
+// ones (see maxHandshakes).
+func (p *passiveEP) makeRoom() {
+	grace := min(handshakeGrace, p.fabric.params.connTimeout)
+	for {
+		p.mu.Lock()
+		if p.closed || len(p.hs) < maxHandshakes {
+			p.mu.Unlock()
+			return
+		}
+		victim, wait := p.silentLocked(time.Now(), grace)
+		if victim != nil {
+			delete(p.hs, victim)
+		}
+		p.mu.Unlock()
+		if victim != nil {
+			p.log("tcp: closed a connection that sent no request, to make room", "peer", victim.RemoteAddr())
+			victim.Close() // its reader ends
+			continue
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-p.hsDone:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+// silentLocked returns the oldest socket of hs accepted at least grace
+// before now that has nothing to read, or else how long to wait before
+// looking again; mu is held.
+func (p *passiveEP) silentLocked(now time.Time, grace time.Duration) (*net.TCPConn, time.Duration) {
+	wait := grace
+	var old []*net.TCPConn
+	for c, at := range p.hs {
+		if age := now.Sub(at); age < grace {
+			wait = min(wait, grace-age)
+		} else {
+			old = append(old, c)
+		}
+	}
+	slices.SortFunc(old, func(a, b *net.TCPConn) int { return p.hs[a].Compare(p.hs[b]) })
+	for _, c := range old {
+		if !readable(c) {
+			return c, 0
+		}
+	}
+	if len(old) > 0 {
+		// Every old one has its request in hand: its reader finishes
+		// soon (hsDone).
+		wait = min(wait, 10*time.Millisecond)
+	}
+	return nil, wait
+}
+
+// readable reports whether c has bytes (or an error, or its end) to read.
+func readable(c *net.TCPConn) bool {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return true
+	}
+	r := true
+	if err := rc.Control(func(fd uintptr) { r = ready(int(fd), unix.POLLIN) }); err != nil {
+		return true
+	}
+	return r
 }
 
 // readRequest reads the CM request from an accepted socket, within the
@@ -308,6 +418,10 @@ func (p *passiveEP) readRequest(c *net.TCPConn) {
 		p.mu.Lock()
 		delete(p.hs, c)
 		p.mu.Unlock()
+		select {
+		case p.hsDone <- struct{}{}:
+		default:
+		}
 		if !keep {
 			c.Close()
 		}
@@ -340,6 +454,13 @@ func (p *passiveEP) readRequest(c *net.TCPConn) {
 	// one step, so that Close either cuts it here or rejects it properly.
 	keep = true
 	p.mu.Lock()
+	if _, ok := p.hs[c]; !ok && !p.closed {
+		// makeRoom closed it, silent for a second, as its request
+		// arrived: it is gone.
+		p.mu.Unlock()
+		keep = false
+		return
+	}
 	err = errors.Wrap(fi.EBADF, "tcp: passive endpoint closed")
 	if !p.closed {
 		err = p.backlog.Add(r)

@@ -1,3 +1,5 @@
+//go:build linux
+
 package tcp
 
 import (
@@ -8,8 +10,8 @@ import (
 )
 
 // The data path of an endpoint: the transmit queue written to the socket
-// with writev, the receive side parsing the byte stream (§2.4 of the wire
-// spec) into posted buffers, registered memory and read responses. All of
+// with writev, the receive side parsing the byte stream (docs/wire-tcp.md,
+// §2.4) into posted buffers, registered memory and read responses. All of
 // it runs under the endpoint's mu, from the posting calls and from
 // progress (queue reads), without blocking and without allocating.
 
@@ -188,6 +190,15 @@ type dataPath struct {
 	// FI_EP_MSG endpoint; rx is its state for the message being received.
 	rdm *rdmEndpoint
 	rx  rdmRx
+	// reads counts the read requests queued or written and not yet
+	// answered; rspBytes and msgBytes count the payload bytes of read
+	// responses and of messages placed. The stall watch (stall.go) reads
+	// them; stallSince is when it last saw progress (monoNow), 0 when the
+	// connection holds nothing, and heldSeen the count it saw then.
+	reads              int
+	rspBytes, msgBytes uint64
+	heldSeen           uint64
+	stallSince         int64
 }
 
 func (d *dataPath) init() {
@@ -226,7 +237,8 @@ func (e *endpoint) progress() {
 	e.mu.Unlock()
 }
 
-// progress moves data both ways as far as the socket allows.
+// progress moves data both ways as far as the socket allows, then
+// checks the stall watch of an RDM connection.
 func (d *dataPath) progress(e *endpoint) {
 	if d.fd < 0 {
 		return
@@ -242,7 +254,11 @@ func (d *dataPath) progress(e *endpoint) {
 	if d.sendQ.size > 0 {
 		if err := d.flush(e); err != nil {
 			d.fail(e, err)
+			return
 		}
+	}
+	if err := d.watchStall(e); err != nil {
+		d.fail(e, err)
 	}
 }
 
@@ -327,6 +343,9 @@ func (d *dataPath) written(e *endpoint, i int) {
 // txDone completes an application entry successfully and frees it.
 func (d *dataPath) txDone(e *endpoint, i int) {
 	t := &d.pool[i]
+	if t.kind == txRead {
+		d.reads--
+	}
 	if t.internal {
 		d.appOps--
 		ctx := t.ctx
@@ -350,6 +369,9 @@ func (d *dataPath) txDone(e *endpoint, i int) {
 // operations; injects have no completion to fail) and frees it.
 func (d *dataPath) txFailed(e *endpoint, i int, code fi.Errno) {
 	t := &d.pool[i]
+	if t.kind == txRead {
+		d.reads--
+	}
 	if t.kind == txAck || t.kind == txReadRsp {
 		d.release(i)
 		return
@@ -494,6 +516,7 @@ func (d *dataPath) place() {
 	if d.dstLeft == 0 {
 		d.rstart += avail
 		d.rleft -= uint64(avail)
+		d.msgBytes += uint64(avail)
 		return
 	}
 	src := d.rbuf[d.rstart : d.rstart+min(avail, d.dstLeft)]
@@ -510,6 +533,12 @@ func (d *dataPath) consumed(k int) {
 	d.dstLeft -= k
 	d.placed += k
 	d.rleft -= uint64(k)
+	switch d.kind {
+	case rkReadRsp:
+		d.rspBytes += uint64(k)
+	case rkMsg, rkUnexp:
+		d.msgBytes += uint64(k)
+	}
 	for k > 0 {
 		room := len(d.dst[d.dstI]) - d.dstOff
 		if k < room {
@@ -800,6 +829,8 @@ func (d *dataPath) closeSock(e *endpoint) {
 	d.fd = -1
 	e.recvStalled.Store(false)
 	e.sendBlocked.Store(false)
+	d.stallSince = 0
+	e.stallAt.Store(0)
 }
 
 // fail drops the connection after a socket error, the peer's close or a
@@ -807,11 +838,20 @@ func (d *dataPath) closeSock(e *endpoint) {
 // entry (fi.ECANCELED, as in the C provider) and
 // the endpoint gets its eq.Shutdown unless it already had one.
 func (d *dataPath) fail(e *endpoint, err error) {
-	if code := fi.Code(err); code != errPeerClosed {
+	code := fi.Code(err)
+	if code != errPeerClosed {
 		fi.Logger(provName).Warn("tcp: connection dropped", "err", code)
 	}
 	d.closeSock(e)
-	d.flushAll(e, fi.ECANCELED)
+	// A connection that timed out (the peer stopped acknowledging for
+	// FI_TCP_USER_TIMEOUT, or held a receive for FI_TCP_STALL_TIMEOUT)
+	// says so in its error entries.
+	flush := fi.ECANCELED
+	if code == fi.ETIMEDOUT {
+		flush = fi.ETIMEDOUT
+	}
+	e.lostWith.Store(int32(flush))
+	d.flushAll(e, flush)
 	if e.cs.PeerGone() {
 		e.postEvent(&eq.Shutdown{Fid: e})
 	}

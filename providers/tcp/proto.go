@@ -1,8 +1,10 @@
+//go:build linux
+
 package tcp
 
 // Wire codec of the tcp provider's MSG connections: the format of the C
 // libfabric 1.17 tcp provider ("tcpx"; the 1.17 net provider's MSG format is
-// the same). Spec: shared/specs/wire-tcp-1.17.md, §2.3-§2.6 and §5. Offsets
+// the same). Reference: docs/wire-tcp.md, §2.3-§2.6 and §5. Offsets
 // are in bytes.
 //
 // CM message (§2.3): the first bytes of each direction of a connection, a

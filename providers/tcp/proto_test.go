@@ -1,3 +1,5 @@
+//go:build linux
+
 package tcp
 
 import (
@@ -14,8 +16,7 @@ import (
 	"github.com/gofabric/gofabric/fi"
 )
 
-// unhex decodes a hex dump written as in the spec: byte pairs separated by
-// spaces or '|'.
+// unhex decodes a hex dump: byte pairs separated by spaces or '|'.
 func unhex(tb testing.TB, s string) []byte {
 	tb.Helper()
 	b, err := hex.DecodeString(strings.NewReplacer(" ", "", "|", "", "\n", "", "\t", "").Replace(s))
@@ -25,7 +26,7 @@ func unhex(tb testing.TB, s string) []byte {
 
 func zeros(n int) string { return strings.Repeat("00 ", n) }
 
-// cmCase is a CM message captured from the C provider (spec §2.3, §3.2).
+// cmCase is a CM message captured from the C provider (docs/wire-tcp.md, §2.3, §3.2).
 type cmCase struct {
 	name string
 	wire string
@@ -198,7 +199,7 @@ func TestAppendCM(t *testing.T) {
 	})
 }
 
-// dataCase is a data header captured from the C provider (spec §2.5, §2.8,
+// dataCase is a data header captured from the C provider (docs/wire-tcp.md, §2.5, §2.8,
 // §3.5, §3.7, §4): the header bytes exactly, its decoding, and the payload
 // length the message announces.
 type dataCase struct {

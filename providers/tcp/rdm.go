@@ -1,10 +1,14 @@
+//go:build linux
+
 package tcp
 
 import (
+	"math"
 	"net/netip"
 	"os"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/cockroachdb/errors"
 	"github.com/gofabric/gofabric/ep"
@@ -16,7 +20,7 @@ import (
 // rdmEndpoint is a reliable unconnected endpoint (struct fid_ep;
 // FI_EP_RDM, fi_endpoint(3), fi_msg(3), fi_tagged(3), fi_rma(3)) speaking
 // ofi_rxm's protocol over this provider's own connections, as C libfabric
-// layers tcp;ofi_rxm (§3 of the wire spec): a passive endpoint whose
+// layers tcp;ofi_rxm (docs/wire-tcp.md, §3): a passive endpoint whose
 // address is the endpoint's name, and at most one connection per peer,
 // opened on the first send to it or accepted from it. Safe for concurrent
 // use.
@@ -66,7 +70,11 @@ type rdmPeer struct {
 	conn    atomic.Pointer[endpoint]
 	out     *endpoint
 	pid     uint32   // the peer process's id from its record, 0 before
-	lastErr fi.Errno // why the last attempt failed, for the next send
+	lastErr fi.Errno // why the last series of attempts failed, for the next send
+	// A series of attempts: a refused one is tried again from retryAt,
+	// backoff after the last, until FI_TCP_CONN_TIMEOUT after tryStart.
+	tryStart, retryAt time.Time
+	backoff           time.Duration
 	// src caches the peer's fi.Addr in the AV (FI_SOURCE, directed
 	// receives) for AV version srcVer-1.
 	src    atomic.Uint64
@@ -125,6 +133,10 @@ func (d *domain) openRDM(info *fi.Info) (*rdmEndpoint, error) {
 	}
 	r.pep = p.(*passiveEP)
 	r.pep.onReq = r.onRequest
+	// Requests are answered as they are read, by at most maxHandshakes
+	// readers at once: no backlog to refuse them from, whatever
+	// net.core.somaxconn says.
+	_ = r.pep.backlog.SetBacklog(math.MaxInt32)
 	return r, nil
 }
 
@@ -322,6 +334,13 @@ func (r *rdmEndpoint) connFor(p *rdmPeer) (*endpoint, error) {
 	if r.closed.Load() {
 		return nil, fi.EBADF
 	}
+	now := time.Now()
+	if now.Before(p.retryAt) {
+		return nil, fi.EAGAIN
+	}
+	if p.tryStart.IsZero() {
+		p.tryStart = now
+	}
 	c, err := r.newConn(nil, p)
 	if err != nil {
 		return nil, err
@@ -393,6 +412,8 @@ func (r *rdmEndpoint) connEvent(c *endpoint, ev eq.Event, code fi.Errno, data []
 		}
 		p.out = nil
 		p.pid = c.dp.rx.peerPID
+		p.endSeries()
+		p.lastErr = 0
 		if old := p.conn.Load(); old != nil && old != c {
 			return // the peer's own connection won meanwhile; ours only receives
 		}
@@ -402,12 +423,57 @@ func (r *rdmEndpoint) connEvent(c *endpoint, ev eq.Event, code fi.Errno, data []
 	default: // an error: refused, timed out, unreachable
 		if p.out == c {
 			p.out = nil
-			if code != fi.ECONNREFUSED || parseRxmReject(data) != rxmRejectConnected {
-				p.lastErr = code
-			}
+			r.attemptFailedLocked(p, code)
 		}
 		r.dropLocked(c)
 	}
+}
+
+// The pause before a refused connection attempt is tried again: it
+// doubles from retryMin to retryMax.
+const (
+	retryMin = time.Millisecond
+	retryMax = time.Second
+)
+
+// attemptFailedLocked takes the failure of our connection attempt to p
+// (cmMu held). A refusal (nothing listening yet, a backlog or the peer's
+// rxm refusing, "already connected" while the peer's own connection wins)
+// or a reset before the answer (a listener flooded with silent sockets
+// closes the oldest) is tried again by a later send, after a pause, as
+// long as the series is younger than FI_TCP_CONN_TIMEOUT; then, or for
+// any other failure, the next send reports the error, once.
+func (r *rdmEndpoint) attemptFailedLocked(p *rdmPeer, code fi.Errno) {
+	if code == fi.ECONNREFUSED || code == fi.ECONNRESET {
+		p.backoff = min(max(2*p.backoff, retryMin), retryMax)
+		now := time.Now()
+		if now.Add(p.backoff).Sub(p.tryStart) < r.domain.fabric.params.connTimeout {
+			p.retryAt = now.Add(p.backoff)
+			return
+		}
+	}
+	p.lastErr = code
+	p.endSeries()
+}
+
+// endSeries forgets the series of connection attempts (cmMu held).
+func (p *rdmPeer) endSeries() {
+	p.tryStart, p.retryAt, p.backoff = time.Time{}, time.Time{}, 0
+}
+
+// alive reports whether the connection may still carry data: it is being
+// set up, or its socket has neither an error nor the peer's end of stream.
+func (e *endpoint) alive() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.dp.fd < 0 {
+		switch e.cs.State() {
+		case ep.CMConnecting, ep.CMReqReceived, ep.CMAccepting:
+			return true
+		}
+		return false
+	}
+	return !peerGone(e.dp.fd)
 }
 
 // accepted checks the accept record of connection c's attempt and keeps
@@ -435,7 +501,11 @@ func (r *rdmEndpoint) dropLocked(c *endpoint) {
 			p.out = nil
 		}
 	}
-	r.failRndv(c, fi.ECANCELED)
+	code := fi.ECANCELED
+	if fi.Errno(c.lostWith.Load()) == fi.ETIMEDOUT {
+		code = fi.ETIMEDOUT // the peer stopped answering
+	}
+	r.failRndv(c, code)
 	r.mu.Lock()
 	r.mt.dropConn(c)
 	r.mu.Unlock()
@@ -444,9 +514,18 @@ func (r *rdmEndpoint) dropLocked(c *endpoint) {
 
 // onRequest answers a peer's connection request (§3.2): a bad record is
 // rejected with reason 1; a peer we are connecting to at the same time is
-// accepted or rejected with reason 2 by comparing addresses as rxm does; a
-// peer already connected from the same process is rejected with reason 2,
-// from another (it restarted) replaces the old connection.
+// accepted or rejected with reason 2 by comparing addresses as rxm does. A
+// request for a peer we have a connection with replaces that connection
+// if it is gone (the peer closed or died and came back, maybe as another
+// process); while it is alive the request is rejected with reason 2,
+// whichever process it names: rxm's rule, for the same process, and
+// unlike rxm (which takes another process's record as a restart and
+// replaces the connection) for another one, so that a process on the
+// peer's host cannot take over a live peer's connection by naming its
+// address. A peer that really restarted while its old connection still
+// looks alive (its host rebooted, the FIN was lost) is refused until that
+// connection fails (FI_TCP_USER_TIMEOUT, or a send on it); it retries
+// meanwhile, as C's rxm and this provider do after a reason-2 reject.
 func (r *rdmEndpoint) onRequest(req *connReq, data []byte) {
 	reject := func(reason rxmRejectReason) {
 		if err := req.pep.backlog.Take(req); err == nil {
@@ -465,8 +544,18 @@ func (r *rdmEndpoint) onRequest(req *connReq, data []byte) {
 		return
 	}
 	key := netip.AddrPortFrom(ip.Addr().Unmap(), rec.port)
+	// Whether the connection we have with the peer is alive: looked at
+	// outside cmMu (alive takes the connection's lock, which is held
+	// when its events take cmMu).
 	r.cmMu.Lock()
 	p := r.peerLocked(key)
+	old := p.conn.Load()
+	r.cmMu.Unlock()
+	live := old != nil && old.alive()
+	r.cmMu.Lock()
+	if cur := p.conn.Load(); cur != old {
+		live = cur != nil // changed meanwhile: a new one is alive
+	}
 	pid := rxmConnPID(rec.connID)
 	var drop []*endpoint
 	if p.out != nil {
@@ -479,13 +568,17 @@ func (r *rdmEndpoint) onRequest(req *connReq, data []byte) {
 			drop = append(drop, p.out)
 			p.out = nil
 		}
-	} else if old := p.conn.Load(); old != nil {
-		if pid == p.pid {
+	} else if cur := p.conn.Load(); cur != nil {
+		if live {
+			if pid != p.pid {
+				fi.Logger(provName).Warn("tcp: rdm: refused a connection request naming a peer whose connection is alive",
+					"peer", key, "pid", pid, "connected pid", p.pid)
+			}
 			r.cmMu.Unlock()
 			reject(rxmRejectConnected)
 			return
 		}
-		drop = append(drop, old)
+		drop = append(drop, cur)
 	}
 	for _, c := range drop {
 		r.dropLocked(c)
@@ -505,6 +598,8 @@ func (r *rdmEndpoint) onRequest(req *connReq, data []byte) {
 	if p.conn.Load() == nil {
 		p.conn.Store(c)
 	}
+	p.endSeries()
+	p.lastErr = 0
 	r.cmMu.Unlock()
 	acc := rxmAcceptRecord{connID: rxmMakeConnID(r.pid, p.index), rxSize: rxmRxSize, flowCtrl: rxmFlowCtrlOff}
 	if err := c.Accept(appendRxmAccept(nil, &acc)); err != nil || c.cs.State() != ep.CMConnected {

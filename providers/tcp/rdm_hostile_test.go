@@ -1,3 +1,5 @@
+//go:build linux
+
 package tcp_test
 
 import (
@@ -22,7 +24,7 @@ import (
 )
 
 // Hostile peers of an RDM endpoint (tcp;ofi_rxm). A raw TCP socket does
-// the tcp CM exchange with a valid rxm connect record (wire spec §2.3,
+// the tcp CM exchange with a valid rxm connect record (docs/wire-tcp.md, §2.3,
 // §3.2) and then sends bytes that break the rxm or tcp data protocol
 // (§2.4, §3.3-§3.5). What a user relies on: the endpoint drops that one
 // connection, nothing panics, no memory it did not grant is read or

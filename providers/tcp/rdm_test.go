@@ -1,3 +1,5 @@
+//go:build linux
+
 package tcp_test
 
 import (
@@ -292,23 +294,57 @@ func TestRDMBlockedReaders(t *testing.T) {
 	require.Equal(t, sbuf, rbuf)
 }
 
-// A send to an address where nothing listens fails with
-// fi.ECONNREFUSED, once, after fi.EAGAIN; the send after tries again.
+// A send to an address where nothing listens returns fi.EAGAIN while the
+// provider tries the refused connection again, then fi.ECONNREFUSED once,
+// when FI_TCP_CONN_TIMEOUT has passed; the send after starts over.
 func TestRDMConnectRefused(t *testing.T) {
 	cleanEnv(t)
+	t.Setenv("FI_TCP_CONN_TIMEOUT", "300")
 	a := openRDMSide(t)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	ap := l.Addr().(*net.TCPAddr).AddrPort()
-	require.NoError(t, l.Close()) // a port nothing listens on
-	_, name, err := fi.SockaddrFromAddrPort(ap)
-	require.NoError(t, err)
-	fas, err := a.av.Insert([][]byte{name}, 0)
+	fas, err := a.av.Insert([][]byte{unusedName(t)}, 0)
 	require.NoError(t, err)
 	again, err := sendRetry(t, a, func() error { return a.msg().Send([]byte("x"), nil, fas[0], nil) })
 	require.ErrorIs(t, err, fi.ECONNREFUSED)
 	require.Positive(t, again)
 	require.Equal(t, fi.EAGAIN, a.msg().Send([]byte("x"), nil, fas[0], nil), "the next send tries again")
+}
+
+// unusedName returns the sockaddr of a loopback port nothing listens on.
+func unusedName(t testing.TB) []byte {
+	t.Helper()
+	l, err := net.Listen("tcp4", "127.0.0.1:0")
+	require.NoError(t, err)
+	ap := l.Addr().(*net.TCPAddr).AddrPort()
+	require.NoError(t, l.Close())
+	_, name, err := fi.SockaddrFromAddrPort(ap)
+	require.NoError(t, err)
+	return name
+}
+
+// A peer that starts listening after the first sends to it were refused is
+// reached without the application seeing the refusals: the sends return
+// fi.EAGAIN meanwhile (as C's rxm does while it connects), and the
+// message arrives.
+func TestRDMConnectRetriesRefused(t *testing.T) {
+	cleanEnv(t)
+	a := openRDMSide(t)
+	name := unusedName(t)
+	fas, err := a.av.Insert([][]byte{name}, 0)
+	require.NoError(t, err)
+	// Sends for a while: the attempts are refused (loopback answers a
+	// connect to a closed port at once).
+	for start := time.Now(); time.Since(start) < 50*time.Millisecond; {
+		require.Equal(t, fi.EAGAIN, a.msg().Send([]byte("early"), nil, fas[0], nil), "a refused attempt is retried, not reported")
+		_, _ = a.cq.Read(nil)
+	}
+	b := openRDMSideAt(t, name)
+	rbuf := make([]byte, 16)
+	require.NoError(t, b.msg().Recv(rbuf, nil, fi.AddrUnspec, "r"))
+	_, err = sendRetry(t, a, func() error { return a.msg().Send([]byte("late"), nil, fas[0], "s") })
+	require.NoError(t, err)
+	require.Equal(t, "r", next(t, b, a).c.Context)
+	require.Equal(t, "late", string(rbuf[:4]))
+	require.Equal(t, "s", next(t, a, b).c.Context)
 }
 
 // A peer that disappears fails what was pending with it (a rendezvous

@@ -1,3 +1,5 @@
+//go:build linux
+
 package tcp
 
 import (
@@ -10,9 +12,10 @@ import (
 // connection yet starts one and returns bare fi.EAGAIN, as do later sends
 // until it is up: the connection opens on its own goroutines, so an
 // application that retries while reading its CQ (fi_pingpong's loop)
-// never stalls. When the attempt fails (nothing listening, rejected,
-// timed out) the next send returns that error once, and the one after
-// tries again.
+// never stalls. A refused attempt is retried (the sends keep returning
+// fi.EAGAIN) until FI_TCP_CONN_TIMEOUT has passed; when the attempts
+// fail for good (refused all that time, timed out, unreachable) the next
+// send returns that error once, and the one after starts over.
 
 // Send sends buf to dest (fi_send).
 func (r *rdmEndpoint) Send(buf []byte, desc any, dest fi.Addr, ctx any) error {

@@ -1,3 +1,5 @@
+//go:build linux
+
 package tcp
 
 import (
@@ -8,7 +10,7 @@ import (
 )
 
 // Data transfer of RDM endpoints (fi_msg(3), fi_tagged(3), fi_rma(3)) in
-// rxm's protocol (§3.3-§3.5 of the wire spec). Messages of up to 16384
+// rxm's protocol (docs/wire-tcp.md, §3.3-§3.5). Messages of up to 16384
 // bytes go eager: untagged ones behind a 64-byte rxm header, tagged ones in
 // the raw tagged form of the tcp header; longer ones go by rendezvous: the
 // sender registers its buffer under an rxm key and sends a descriptor, the

@@ -1,8 +1,10 @@
+//go:build linux
+
 package tcp
 
 // Wire codec of ofi_rxm over tcp, the protocol of C libfabric 1.17's RDM
-// endpoints for the tcp provider ("tcp;ofi_rxm"). Spec:
-// shared/specs/wire-tcp-1.17.md, §3 and §5. rxm runs over tcp MSG
+// endpoints for the tcp provider ("tcp;ofi_rxm"). Reference:
+// docs/wire-tcp.md, §3 and §5. rxm runs over tcp MSG
 // connections (proto.go): its CM records are the private data of the tcp CM
 // messages, its packets the payload of untagged tcp messages. All multibyte
 // fields are in the sender's host order; rxm connects only peers of the same

@@ -1,3 +1,5 @@
+//go:build linux
+
 package tcp
 
 import (
@@ -11,7 +13,7 @@ import (
 	"github.com/gofabric/gofabric/fi"
 )
 
-// The rxm CM records captured from C fi_pingpong -p tcp -e rdm (spec §3.2).
+// The rxm CM records captured from C fi_pingpong -p tcp -e rdm (docs/wire-tcp.md, §3.2).
 const (
 	rxmConnectCapture = "01 02 04 03 9b 8c 02 00 00 40 00 00 00 10 00 00 00 00 00 00 84 61 00 00"
 	rxmAcceptCapture  = "00 00 00 00 40 61 00 00 00 10 00 00 02 00 00 00"
@@ -208,8 +210,8 @@ func TestRxmReject(t *testing.T) {
 	require.Equal(t, "unknown reason", rxmRejectReason(3).String())
 }
 
-// rxmCase is an rxm packet captured from C (spec §3.5-§3.7), or built from
-// the spec's description where it gives no bytes: the 64-byte header, what
+// rxmCase is an rxm packet captured from C (docs/wire-tcp.md, §3.5-§3.7), or
+// built from that page's description where it gives no bytes: the 64-byte header, what
 // follows it in the tcp message, and the rendezvous descriptor when there
 // is one.
 type rxmCase struct {
@@ -248,7 +250,7 @@ var rxmCases = []rxmCase{
 	{name: "SAR last segment", rest: 7232,
 		wire: "04 01 40 1c 02 00 00 00" + zeros(16) + "03 00 00 00 00 00 00 00" + rxmOpHdr0 + "40 9c 00 00 00 00 00 00" + zeros(16),
 		want: rxmHeader{typ: rxmSeg, segSize: 7232, segNo: 2, ctrlData: rxmSegLast, size: 40000}},
-	// Built from the spec's descriptions (§3.5, §3.7): no bytes captured.
+	// Built from docs/wire-tcp.md, §3.5 and §3.7: no bytes captured.
 	{name: "pong rendezvous request, msg_id 2, next key", rest: rxmRndvDescSize,
 		wire:     "04 02" + zeros(14) + "02" + zeros(15) + rxmOpHdr0 + "00 60 00 00 00 00 00 00" + zeros(16),
 		want:     rxmHeader{typ: rxmRndvReq, msgID: 2, size: 0x6000},

@@ -1,9 +1,13 @@
+//go:build linux
+
 package tcp
 
 import (
+	"math"
 	"net"
 	"net/netip"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"github.com/cockroachdb/errors"
@@ -117,6 +121,56 @@ func ready(fd int, events int16) bool {
 	var ts unix.Timespec
 	n, _, e := unix.RawSyscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&pfd)), 1, uintptr(unsafe.Pointer(&ts)), 0, 0, 0)
 	return e != 0 || n > 0
+}
+
+// setLiveness bounds how long the connection behind rc survives a peer
+// that stops answering (FI_TCP_USER_TIMEOUT; 0 leaves the kernel's
+// limits, with no keepalive): TCP_USER_TIMEOUT fails the connection with ETIMEDOUT once data
+// it sent has gone unacknowledged for d, and keepalive probes, the first
+// after a third of d of silence and then every third, let an idle
+// connection find out within d (rounded up to whole seconds, keepalive's
+// unit): the kernel then drops it once d has passed with probes
+// unanswered.
+func setLiveness(rc syscall.RawConn, d time.Duration) error {
+	if d <= 0 {
+		// No bound: nor the keepalive Go's net package turns on.
+		var serr error
+		err := rc.Control(func(s uintptr) { serr = unix.SetsockoptInt(int(s), unix.SOL_SOCKET, unix.SO_KEEPALIVE, 0) })
+		if err == nil {
+			err = serr
+		}
+		return err
+	}
+	ms := min(d.Milliseconds(), math.MaxInt32)
+	probe := int(max(1, min(ms/3000, 32767))) // TCP_KEEPIDLE, TCP_KEEPINTVL: seconds, 1..32767
+	var serr error
+	err := rc.Control(func(s uintptr) {
+		fd := int(s)
+		for _, o := range []struct{ level, name, v int }{
+			{unix.IPPROTO_TCP, unix.TCP_USER_TIMEOUT, int(ms)},
+			{unix.SOL_SOCKET, unix.SO_KEEPALIVE, 1},
+			{unix.IPPROTO_TCP, unix.TCP_KEEPIDLE, probe},
+			{unix.IPPROTO_TCP, unix.TCP_KEEPINTVL, probe},
+		} {
+			if err := unix.SetsockoptInt(fd, o.level, o.name, o.v); err != nil && serr == nil {
+				serr = err
+			}
+		}
+	})
+	if err == nil {
+		err = serr
+	}
+	return err
+}
+
+// peerGone reports whether fd's peer is gone: the socket has an error, or
+// the peer's end of stream arrived (TCP FIN or RST), whether or not bytes
+// before it are still unread. A zero-timeout poll.
+func peerGone(fd int) bool {
+	pfd := unix.PollFd{Fd: int32(fd), Events: unix.POLLRDHUP}
+	var ts unix.Timespec
+	n, _, e := unix.RawSyscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&pfd)), 1, uintptr(unsafe.Pointer(&ts)), 0, 0, 0)
+	return e == 0 && n > 0 && pfd.Revents&(unix.POLLRDHUP|unix.POLLHUP|unix.POLLERR) != 0
 }
 
 // errnoOf maps a socket error to the fi.Errno it reports: the errno for

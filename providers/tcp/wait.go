@@ -1,7 +1,10 @@
+//go:build linux
+
 package tcp
 
 import (
 	"context"
+	"time"
 
 	"github.com/gofabric/gofabric/internal/provutil"
 	"github.com/gofabric/gofabric/internal/sockpoll"
@@ -42,6 +45,10 @@ func (s *epSet) wait(ctx context.Context) error {
 // internal/sockpoll) for its socket fd: it watches for input, and for
 // room while sends wait for it.
 func startAuto(e *endpoint, fd int) (*sockpoll.Poller, error) {
+	var deadline func() time.Time
+	if e.rdm != nil && e.params.stallTimeout > 0 {
+		deadline = e.stallDeadline // the stall watch falls due (stall.go)
+	}
 	return sockpoll.Start(sockpoll.Config{
 		Name:     "tcp-progress",
 		Progress: e.progress,
@@ -54,8 +61,9 @@ func startAuto(e *endpoint, fd int) (*sockpoll.Poller, error) {
 		},
 		// A receive side waiting for a posted buffer leaves its data in the
 		// socket: watching it then would wake for nothing.
-		Wanted: func() bool { return !e.recvStalled.Load() || e.sendBlocked.Load() },
-		WG:     &e.autoWG,
+		Wanted:   func() bool { return !e.recvStalled.Load() || e.sendBlocked.Load() },
+		Deadline: deadline,
+		WG:       &e.autoWG,
 		// RDM data progress is FI_PROGRESS_MANUAL, as in C: the
 		// connections of an RDM endpoint are watched only while a reader
 		// blocks, and an application that busy-polls is never woken for.

@@ -1,0 +1,25 @@
+//go:build linux
+
+package tcp
+
+import "github.com/gofabric/gofabric/ep"
+
+// BacklogSize returns a passive endpoint's backlog: how many requests may
+// wait for Accept or Reject.
+func BacklogSize(p ep.PassiveEndpoint) int { return p.(*passiveEP).backlog.Size() }
+
+// MaxHandshakes is how many accepted sockets a listener reads requests
+// from at once.
+const MaxHandshakes = maxHandshakes
+
+// Handshakes returns how many accepted sockets the listener of x (a
+// passive endpoint or an RDM endpoint) waits for a request from.
+func Handshakes(x any) int {
+	p, ok := x.(*passiveEP)
+	if !ok {
+		p = x.(*rdmEndpoint).pep
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.hs)
+}

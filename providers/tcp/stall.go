@@ -1,0 +1,111 @@
+//go:build linux
+
+package tcp
+
+import (
+	"time"
+
+	"github.com/gofabric/gofabric/fi"
+)
+
+// The stall watch of RDM connections (FI_TCP_STALL_TIMEOUT). A connection
+// holds one of the endpoint's posted receives while the receive's data
+// comes over it: the reads of a rendezvous (the peer must answer them; RMA
+// reads the application issued count too), or the payload of a message
+// whose header matched the receive or took an unexpected-message buffer.
+// While reads are out only their responses count as progress, so that a
+// peer cannot keep a rendezvous waiting by sending other messages. A peer
+// that delivers no byte of what the connection holds for the timeout, a
+// rendezvous whose reads it never answers or a message it stopped
+// sending half way, loses its connection: what it held completes with
+// fi.ETIMEDOUT error entries, and the endpoint's other connections and
+// receives are not touched. Time spent waiting for the application (no
+// receive posted, no buffer free: the connection reads nothing then) does
+// not count. Without it such a peer held the receives for as long as it
+// kept its connection open. FI_EP_MSG connections, whose application owns
+// them and can shut one down, are not watched.
+//
+// The watch runs at the end of the connection's progress, from the
+// application's queue reads or the background goroutine, which arms a
+// deadline (sockpoll.Config.Deadline) while the connection holds
+// something; a rendezvous whose reads start outside progress (a receive
+// posted for a request that waited) wakes it.
+
+// monoEpoch is the origin of monoNow: time.Since reads the monotonic clock.
+var monoEpoch = time.Now()
+
+// monoNow is the monotonic time in nanoseconds since monoEpoch; never 0.
+func monoNow() int64 { return int64(time.Since(monoEpoch)) + 1 }
+
+// holding reports whether the connection holds a receive whose data the
+// peer owes: reads not yet answered, or a message being placed; waiting
+// for our own application does not count.
+func (d *dataPath) holding(e *endpoint) bool {
+	if e.recvStalled.Load() {
+		return false
+	}
+	return d.reads > 0 || (d.rstate == rsPayload && (d.kind == rkMsg || d.kind == rkUnexp))
+}
+
+// heldBytes counts the bytes that arrived of what the connection holds:
+// read responses while reads are out, else message payload.
+func (d *dataPath) heldBytes() uint64 {
+	if d.reads > 0 {
+		return d.rspBytes
+	}
+	return d.msgBytes
+}
+
+// watchStall checks the connection's stall timeout (under mu, at the end
+// of progress): fi.ETIMEDOUT when it held something for stallTimeout
+// without a byte of it arriving.
+func (d *dataPath) watchStall(e *endpoint) error {
+	limit := e.params.stallTimeout
+	if d.rdm == nil || limit == 0 {
+		return nil
+	}
+	if !d.holding(e) {
+		if d.stallSince != 0 {
+			d.stallSince = 0
+			e.stallAt.Store(0)
+		}
+		return nil
+	}
+	now := monoNow()
+	if b := d.heldBytes(); d.stallSince == 0 || b != d.heldSeen {
+		d.stallSince, d.heldSeen = now, b
+		e.stallAt.Store(now + int64(limit))
+		return nil
+	}
+	if now-d.stallSince < int64(limit) {
+		return nil
+	}
+	fi.Logger(provName).Warn("tcp: rdm: a peer held a receive without progress; dropping its connection",
+		"peer", e.peer.addr, "param", paramStallTimeout.Name, "timeout", limit)
+	return fi.ETIMEDOUT
+}
+
+// readsStarted starts the stall watch of an RDM connection whose first
+// read went out (under mu): the watch stamps it now, and the background
+// goroutine, which may be waiting without a deadline, takes the new one.
+func (d *dataPath) readsStarted(e *endpoint) {
+	limit := e.params.stallTimeout
+	if d.rdm == nil || limit == 0 {
+		return
+	}
+	now := monoNow()
+	d.stallSince, d.heldSeen = now, d.heldBytes()
+	e.stallAt.Store(now + int64(limit))
+	if a := e.auto.Load(); a != nil {
+		a.Wake()
+	}
+}
+
+// stallDeadline is when the connection's stall watch falls due, the zero
+// time when it holds nothing (sockpoll.Config.Deadline).
+func (e *endpoint) stallDeadline() time.Time {
+	if ns := e.stallAt.Load(); ns != 0 {
+		return monoEpoch.Add(time.Duration(ns - 1))
+	}
+	return time.Time{}
+}
