@@ -3,47 +3,12 @@
 package udp
 
 import (
-	"context"
-	"runtime"
-
-	"github.com/cockroachdb/errors"
 	"github.com/gofabric/gofabric/fi"
+	"github.com/gofabric/gofabric/internal/linuxonly"
 )
 
-// The udp provider runs on Linux only: it drives its sockets through epoll
-// and Linux's socket options. Elsewhere the package registers a provider of
-// the same name that offers nothing, so that the API compiles on every OS
-// and GetInfo's ENODATA names "udp" and says why.
-
-// provider is the stand-in for the udp provider (struct fi_provider
-// "udp") on systems other than Linux.
-type provider struct{}
-
-func init() { fi.Register(provider{}) }
-
-var _ fi.Provider = provider{}
-
-// Name returns "udp".
-func (provider) Name() string { return "udp" }
-
-// Version returns the C provider's version, 117.0, as on Linux.
-func (provider) Version() fi.Version { return fi.MakeVersion(117, 0) }
-
-// GetInfo declines (fi_getinfo) with ENODATA: "udp: available on Linux
-// only (this is darwin/arm64)", with a hint.
-func (provider) GetInfo(ctx context.Context, node, service string, flags fi.Flags, hints *fi.Info) ([]*fi.Info, error) {
-	return nil, unavailable("")
-}
-
-// OpenFabric opens a fabric (fi_fabric): there is none on this system.
-func (provider) OpenFabric(attr *fi.FabricAttr) (fi.Fabric, error) {
-	return nil, unavailable("open fabric: ")
-}
-
-// unavailable is ENODATA saying that the provider needs Linux, with the
-// advice as a hint; op, if not empty, names the call.
-func unavailable(op string) error {
-	return errors.WithHint(
-		errors.Wrapf(fi.ENODATA, "udp: %savailable on Linux only (this is %s/%s)", op, runtime.GOOS, runtime.GOARCH),
-		"run the program on Linux (a VM or container will do) to use the udp provider; elsewhere gofabric's API compiles but offers no transport")
-}
+// The udp provider runs on Linux only: it drives its sockets through epoll and Linux's socket options. Elsewhere the package registers
+// a stand-in of the same name that offers nothing (internal/linuxonly), so
+// that the API compiles on every OS and GetInfo's ENODATA names "udp" and
+// says why.
+func init() { linuxonly.Register("udp", fi.MakeVersion(117, 0)) }
