@@ -1,3 +1,5 @@
+//go:build linux
+
 package shm_test
 
 import (
@@ -65,5 +67,17 @@ func echo(n *node, peer fi.Addr, size, iters int, client bool) {
 			_ = m.Recv(rbuf, nil, fi.AddrUnspec, nil)
 			send()
 		}
+	}
+}
+
+// BenchmarkIdlePoll measures a CQ read that finds nothing: the cost of
+// each turn of a busy-polling loop while no message comes.
+func BenchmarkIdlePoll(b *testing.B) {
+	x := openNode(b)
+	defer x.close(b)
+	var comp [1]eq.Completion
+	b.ReportAllocs()
+	for b.Loop() {
+		_, _ = x.cq.Read(comp[:])
 	}
 }

@@ -1,3 +1,5 @@
+//go:build linux
+
 package shm
 
 import (
@@ -89,6 +91,10 @@ func (e *endpoint) post(a *txArgs, kind txKind) error {
 	if (kind == txSend || kind == txTSend) && size <= inlineMax && len(p.out) == 0 {
 		s := p.q.reserve()
 		if s == nil {
+			if p.q.bad {
+				d.abandon(e, p, "the ring head went backwards or past the tail")
+				return fi.ECONNRESET
+			}
 			return fi.EAGAIN
 		}
 		op := byte(opMsg)

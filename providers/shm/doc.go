@@ -17,25 +17,42 @@
 // reaches a later endpoint. Name gives the name; SetName renames the
 // endpoint before Enable. AV.Insert accepts the name of an endpoint that
 // does not exist yet: sending to it returns fi.EAGAIN until it exists,
-// then works. A peer that closed its endpoint or died fails the
-// operations in flight to it (error entries with fi.ECONNRESET) and
-// further sends with fi.ECONNRESET until an endpoint of that name exists
-// again.
+// then works. What a peer's closing, death or breakage does is in
+// "Failures" below.
 //
 // # Regions
 //
-// Each endpoint owns an inbox: a file /dev/shm/gofabric-shm.<uid>.<name>,
-// created with mode 0600 and O_EXCL, mapped shared. A peer that sends to
+// Each endpoint owns an inbox, the file <name>.inbox (the name without
+// its prefix), created with mode 0600 and O_EXCL and mapped shared, and
+// a doorbell, the unix datagram socket <name>.bell beside it, both in
+// the user's directory /dev/shm/gofabric-shm.<uid>. A peer that sends to
 // it claims one of its 32 entries (compare-and-swap on a claim word) and
 // owns that entry's ring of 256 slots of 256 bytes and four 16 KiB bounce
 // chunks; the owner consumes. Everything a peer writes is validated
 // before use (slot fields, lengths, chunk indexes, sequence): a peer that
 // writes a malformed slot is cut off (its entry released, logged), never
-// trusted, and the owner goes on. The owner removes its file when the
-// endpoint closes; a file whose owner died is removed by the next
-// endpoint of that name and, once per process, when the first endpoint
-// opens. An endpoint name held by a live process is refused with
-// fi.EADDRINUSE.
+// trusted, and the owner goes on. The owner removes its files when the
+// endpoint closes; the files of an owner that died are removed by the
+// next endpoint of that name and, once per process, when the first
+// endpoint opens. Taking a name happens under a lock of the user's
+// directory (flock), so that processes racing for a dead owner's name do
+// not remove each other's files. An endpoint name held by a live process
+// is refused with fi.EADDRINUSE, and so is one whose file belongs to
+// another user, saying so.
+//
+// # Other users
+//
+// The user's directory has mode 0700 and belongs to the user, so no
+// other user (root aside) can create, take or squat a name in it, map an
+// inbox, or send to a doorbell: the kernel refuses another user's
+// datagrams before they reach the endpoint, which spends nothing on
+// them. The provider creates the directory when it is missing, makes it
+// 0700 if it is not, and refuses to work in one that another user made
+// first (fi.EADDRINUSE naming the directory and its owner; remove it as
+// root): that user can keep this user's shm endpoints from opening, not
+// reach them. Processes of the same user are trusted with each other's
+// memory (they may read it with process_vm_readv anyway); what one of
+// them writes into an inbox is still checked (see "Failures").
 //
 // # Protocols
 //
@@ -64,22 +81,81 @@
 // the data of its endpoints (sending, receiving, answering RMA). A read
 // that finds nothing pending costs a few atomic loads and takes no lock,
 // so busy polling is cheap. SRead and counter waits sleep without
-// spinning: the endpoint marks its inbox sleeping and waits on a doorbell,
-// an abstract unix datagram socket named after the endpoint (no file to
-// leave behind), through the Go netpoller; a sender that publishes to a
-// sleeping inbox rings it.
+// spinning: the endpoint marks its inbox sleeping and waits on its
+// doorbell through the Go netpoller; a sender that publishes to a
+// sleeping inbox rings it. A sleeping sender whose messages wait for
+// room (ring slots, bounce chunks) or for the receiver's first answer
+// asks the receiver, in its entry, to ring it when it made some, so
+// every message size completes whichever way either side waits. Several
+// goroutines may wait on one endpoint's queues at once, and a reader
+// already blocked on a queue also waits for endpoints enabled later. A
+// blocked reader wakes at least once per FI_SHM_CHECK_INTERVAL (1 s) to
+// check the endpoint's peers as a polling one does; idle, that is all
+// the CPU it uses.
+//
+// An endpoint may be closed while other goroutines wait on or read its
+// queues: Close fails what is pending with fi.ECANCELED error entries,
+// which a blocked SRead returns (fi.EAVAIL, then ReadErr) and which move
+// a waiting counter's error count (Wait returns fi.EAVAIL); a reader with
+// nothing to report waits on until its context ends, as with tcp and
+// udp. Close never unmaps memory another goroutine may still look at:
+// it retires the inbox (the mapping becomes private zero pages, the file
+// goes away) and the garbage collector unmaps it once the endpoint is
+// unreachable.
+//
+// # Failures
+//
+// Every endpoint checks its peers while the application reads its
+// queues, at most every 100 ms (reading the clock every 256 polls that
+// find nothing), and at least once per FI_SHM_CHECK_INTERVAL while a
+// reader is blocked: a survivor sees a killed peer within about 100 ms
+// when busy polling and within about one interval (1 s by default) when
+// blocked in SRead or a counter Wait.
+//
+//   - A peer whose endpoint closed or whose process died: the operations
+//     in flight to it (large messages, RMA) complete with fi.ECONNRESET
+//     error entries, a receive it was streaming into fails with
+//     fi.ECONNRESET, its entry in our inbox is freed, and the next send
+//     to it returns fi.ECONNRESET (small messages completed before the
+//     death may be lost: a send completes when it is in the peer's ring).
+//     Later sends connect to a new endpoint of that name as soon as one
+//     exists (fi.ECONNRESET while none does).
+//   - Checked state: the owner of an inbox checks, besides every slot,
+//     the words of each entry that the claimer writes once (claim, pid,
+//     incarnation, ready) and its own words there (ring head, the
+//     sequence word at the head, the CMA answer, the bounce chunks' busy
+//     words, the active-peer bitmap, the header); a claimer checks the
+//     words the owner writes in its entry (the head moves between what it
+//     saw and its tail; a chunk is busy only while the slot naming it
+//     waits in the ring). State that no correct side leaves there, as a
+//     same-user process that scribbles over an inbox leaves it, ends in
+//     an error on that peer within one check: the owner cuts the
+//     claimer off and logs why (warn; a receive the claimer was streaming
+//     into fails with fi.EIO), the claimer gives its entry up
+//     (logged), and the claimer's operations in flight fail with
+//     fi.ECONNRESET, its next send returns fi.ECONNRESET and the one
+//     after connects afresh. An overwritten header is written again and
+//     every claimer is cut off. Other peers are not affected. Garbage
+//     that a correct side overwrites before anyone reads it (ring slots
+//     ahead of the producer) does no harm and is not reported. Message
+//     payload is not checksummed.
 //
 // # Environment
 //
 //   - FI_SHM_DISABLE_CMA: as in C, never use cross-memory attach; copy
 //     through the bounce chunks instead.
+//   - FI_SHM_CHECK_INTERVAL (gofabric only): milliseconds a blocked
+//     reader sleeps at most before it checks the endpoint's peers
+//     (default 1000, at least 10). Shorter finds dead peers sooner and
+//     wakes idle readers more often.
 //
 // # Limits
 //
 // One remote segment per RMA operation (rma_iov_limit 1), four local
 // segments per operation; no atomics and no FI_MULTI_RECV; at most 32
 // peers send to one endpoint at a time (the 33rd gets fi.EAGAIN until one
-// leaves). A message streamed through the bounce chunks (no CMA) that
+// leaves; the entry of a claimer that was cut off stays unusable until
+// the owner's next check, 100 ms or more later). A message streamed through the bounce chunks (no CMA) that
 // finds no posted receive waits at the head of its sender's ring, holding
 // back that sender's later messages until a receive matches it; with CMA
 // it waits aside like small messages do. RMA without CMA above 192 bytes

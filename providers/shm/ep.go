@@ -1,3 +1,5 @@
+//go:build linux
+
 package shm
 
 import (
@@ -6,6 +8,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/cockroachdb/errors"
 	"github.com/gofabric/gofabric/ep"
@@ -29,6 +32,8 @@ type endpoint struct {
 	enabled          atomic.Bool
 	// noCMA is FI_SHM_DISABLE_CMA as the endpoint opened.
 	noCMA bool
+	// checkIvl is FI_SHM_CHECK_INTERVAL as the endpoint opened.
+	checkIvl time.Duration
 	// busy is set while the data path has work besides its rings
 	// (answers to send, entries streaming or waiting for answers);
 	// adopted mirrors the inbox entries being served. Both let progress
@@ -36,12 +41,30 @@ type endpoint struct {
 	busy    atomic.Bool
 	adopted atomic.Uint64
 	idle    atomic.Uint32
+	// nextCheck is when, in time since epoch, the next check of the
+	// peers is due (checkPeers sets it).
+	nextCheck atomic.Int64
 
 	nameMu sync.Mutex // guards name and region before Enable
 	name   string
+	// region is the inbox. Lifetime rule: goroutines reach it without
+	// mu (progress's lock-free look at the rings, a waiter marking the
+	// inbox sleeping) at any time, even while and after the endpoint
+	// closes; so Close never unmaps it, it retires it (region.retire),
+	// and the memory is unmapped when no goroutine can reach the
+	// endpoint any more. Everything else the data path uses (peers'
+	// regions, the ringer) is used under mu after a check of closed.
 	region *region
 	bell   *doorbell
 	ringer *ringer
+	// nonce is the region's incarnation number, which the endpoint
+	// writes into the entries it claims in peers' inboxes.
+	nonce uint64
+
+	// sleepMu guards sleepers, the number of waiters sleeping on the
+	// doorbell: the inbox's sleeping word is set while there is one.
+	sleepMu  sync.Mutex
+	sleepers int
 	// probe is a word peers read with process_vm_readv to learn whether
 	// cross-memory attach works from them to us.
 	probe *[2]uint64
@@ -114,6 +137,7 @@ func (d *domain) OpenEndpoint(info *fi.Info) (ep.Endpoint, error) {
 	e.bind.Init(e.info)
 	e.dp.init()
 	e.noCMA = cmaDisabled()
+	e.checkIvl = checkInterval()
 	e.probe[0], e.probe[1] = probeMagic, uint64(os.Getpid())<<32|uint64(names.Add(1))
 	name := string(e.info.SrcAddr)
 	if name == "" {
@@ -130,12 +154,22 @@ func (d *domain) OpenEndpoint(info *fi.Info) (ep.Endpoint, error) {
 const probeMagic = 0x70726f6265736d21
 
 // open creates the inbox and doorbell of name (a taken default name gets
-// a suffix).
+// a suffix), under the user's directory lock.
 func (e *endpoint) open(name string) error {
 	if err := checkName([]byte(name)); err != nil {
 		return err
 	}
-	cleanStale()
+	dir, err := userDir()
+	if err != nil {
+		return err
+	}
+	return lockDir(dir, func() error {
+		cleanStale(dir)
+		return e.openLocked(name)
+	})
+}
+
+func (e *endpoint) openLocked(name string) error {
 	base := name
 	if base == defaultName() {
 		// Default names are never reused within a process: an address
@@ -164,7 +198,7 @@ func (e *endpoint) open(name string) error {
 			r.close()
 			return err
 		}
-		e.name, e.region, e.bell, e.ringer = name, r, b, g
+		e.name, e.region, e.bell, e.ringer, e.nonce = name, r, b, g, r.nonce()
 		return nil
 	}
 }
@@ -264,6 +298,19 @@ func (e *endpoint) Enable() error {
 		s.Add(e)
 	}
 	e.enabled.Store(true)
+	// Readers already blocked on the queues wait on the doorbells they
+	// knew: let them look again, with this endpoint.
+	if q, ok := b.TxCQ.(*completionQueue); ok {
+		q.Signal()
+	}
+	if q, ok := b.RxCQ.(*completionQueue); ok {
+		q.Signal()
+	}
+	for _, f := range cntrFlag {
+		if c, ok := b.Counters[f].(*counter); ok {
+			c.Signal()
+		}
+	}
 	return nil
 }
 
@@ -280,9 +327,13 @@ func (e *endpoint) Cancel(ctx any) error {
 }
 
 // Close closes the endpoint (fi_close): its peers are told it leaves,
-// pending operations complete with fi.ECANCELED error entries, its inbox
-// file and doorbell are removed, and it lets go of its AV, queues,
-// counters and domain. A second Close returns fi.EBADF.
+// pending operations complete with fi.ECANCELED error entries (which a
+// reader blocked in SRead or a counter Wait gets; one with nothing to
+// report goes on waiting), its inbox file and doorbell are removed, and
+// it lets go of its AV, queues, counters and domain. It may run while
+// other goroutines wait on or read the endpoint's queues: those that
+// still look at the endpoint find its inbox retired, never unmapped (see
+// endpoint.region). A second Close returns fi.EBADF.
 func (e *endpoint) Close() error {
 	if e.closed.Swap(true) {
 		return errors.Wrap(fi.EBADF, "shm: close endpoint: already closed")
@@ -291,14 +342,17 @@ func (e *endpoint) Close() error {
 	if e.enabled.Load() {
 		e.dp.shutdown(e)
 	}
+	e.ringer.close() // whoever takes mu later sees closed and rings nothing
 	e.mu.Unlock()
 	for _, s := range e.sets {
 		s.Remove(e)
 	}
 	e.nameMu.Lock()
-	e.region.close()
+	// Closing the doorbell ends the waits on it. Waiters, and pollers
+	// that loaded the endpoint before it left its queues, may still
+	// look at the inbox: it is retired, not unmapped.
 	e.bell.close()
-	e.ringer.close()
+	e.region.retire()
 	e.nameMu.Unlock()
 	e.bind.Release()
 	e.domain.ref.Release()
@@ -308,20 +362,43 @@ func (e *endpoint) Close() error {
 // progress runs the data path once: the progress hook of the queues the
 // endpoint is bound to. With nothing in its rings and nothing pending it
 // returns after a few atomic loads, taking no lock: the common case of a
-// busy-polling loop. Every 64Ki idle polls it runs anyway, to notice
-// peers that died.
+// busy-polling loop. Every 256 idle polls it reads the clock, and once a
+// check is due (checkEvery) it runs anyway, to check its peers
+// (checkPeers): a dead peer is found within checkEvery and 256 polls.
 func (e *endpoint) progress() {
+	idle := false
 	if !e.busy.Load() && !e.inputWaiting() {
 		// A plain load and store, not an atomic add: a lost count
 		// among racing pollers costs nothing.
 		n := e.idle.Load() + 1
-		if e.idle.Store(n); n&0xffff != 0 {
+		if e.idle.Store(n); n&255 != 0 || !e.checkIsDue() {
 			return
 		}
+		idle = true
 	}
 	e.mu.Lock()
-	e.dp.progress(e)
-	e.setBusy(e.dp.pending())
+	if !e.closed.Load() {
+		e.dp.progress(e, idle)
+		e.setBusy(e.dp.pending())
+	}
+	e.mu.Unlock()
+}
+
+// checkIsDue reports whether the next check of the peers is due. Out of
+// line, so that the clock costs progress's common path nothing.
+//
+//go:noinline
+func (e *endpoint) checkIsDue() bool { return time.Since(epoch) >= time.Duration(e.nextCheck.Load()) }
+
+// checkDue checks the endpoint's peers (checkPeers) if a check is due,
+// or at once with now set: what a waiter does when it wakes.
+func (e *endpoint) checkDue(now bool) {
+	e.mu.Lock()
+	if t := time.Now(); !e.closed.Load() && (now || t.Sub(e.dp.checked) >= checkEvery) {
+		e.dp.checked = t
+		e.dp.checkPeers(e)
+		e.setBusy(e.dp.pending())
+	}
 	e.mu.Unlock()
 }
 
@@ -338,7 +415,7 @@ func (e *endpoint) setBusy(b bool) {
 // shared words, without the lock.
 func (e *endpoint) inputWaiting() bool {
 	r := e.region
-	active := r.word64(hActive).Load()
+	active := r.active()
 	if active != e.adopted.Load() {
 		return true
 	}
@@ -353,21 +430,35 @@ func (e *endpoint) inputWaiting() bool {
 }
 
 // sleep prepares to block: it sets the inbox's sleeping word, so that
-// senders ring the doorbell, and reports whether anything arrived
-// meanwhile (then the caller must not sleep).
+// senders ring the doorbell, asks the owners of the inboxes it waits for
+// room in to ring it when they made some, and reports whether anything
+// arrived or moved meanwhile, or the endpoint closed (then the caller
+// must not sleep; sleep undid itself).
 func (e *endpoint) sleep() (busy bool) {
+	e.sleepMu.Lock()
+	e.sleepers++
 	e.region.word32(hSleeping).Store(1)
+	e.sleepMu.Unlock()
 	e.mu.Lock()
-	busy = e.dp.anyInput(e)
+	busy = e.closed.Load() || e.dp.anyInput(e) || e.dp.askForRoom(e)
+	if !e.closed.Load() {
+		e.setBusy(e.dp.pending())
+	}
 	e.mu.Unlock()
 	if busy {
-		e.region.word32(hSleeping).Store(0)
+		e.wake()
 	}
 	return busy
 }
 
-// wake clears the sleeping word.
-func (e *endpoint) wake() { e.region.word32(hSleeping).Store(0) }
+// wake undoes sleep: the last sleeper clears the sleeping word.
+func (e *endpoint) wake() {
+	e.sleepMu.Lock()
+	if e.sleepers--; e.sleepers == 0 {
+		e.region.word32(hSleeping).Store(0)
+	}
+	e.sleepMu.Unlock()
+}
 
 // ringPeer rings p's doorbell if its owner sleeps.
 func (e *endpoint) ringPeer(p *peer) {
@@ -377,7 +468,7 @@ func (e *endpoint) ringPeer(p *peer) {
 }
 
 // unixAddr is the doorbell address of a peer.
-func unixAddr(name string) unix.SockaddrUnix { return unix.SockaddrUnix{Name: bellAddr(name)} }
+func unixAddr(name string) unix.SockaddrUnix { return unix.SockaddrUnix{Name: bellPath(name)} }
 
 // complete queues a successful completion and counts it.
 func (e *endpoint) completeTx(ctx any, flags fi.Flags, report bool, cnt int) {

@@ -1,3 +1,5 @@
+//go:build linux
+
 package shm
 
 import (
@@ -37,9 +39,10 @@ func (provider) OpenFabric(attr *fi.FabricAttr) (fi.Fabric, error) {
 	return f, nil
 }
 
-// Close closes the fabric (fi_close): bare fi.EBUSY while domains or
-// event queues are open, fi.EBADF once closed.
-func (f *fabric) Close() error { return f.ref.BeginClose() }
+// Close closes the fabric (fi_close): fi.EBUSY while domains or event
+// queues are open, saying which ("shm: close fabric: 1 domain still
+// open"), and bare fi.EBADF once closed.
+func (f *fabric) Close() error { return f.ref.BeginCloseFor("shm: close fabric", provutil.KindObject) }
 
 // OpenDomain opens the domain "shm" (fi_domain).
 func (f *fabric) OpenDomain(info *fi.Info) (fi.Domain, error) {
@@ -49,7 +52,7 @@ func (f *fabric) OpenDomain(info *fi.Info) (fi.Domain, error) {
 	if info.EPAttr != nil && info.EPAttr.Type != fi.EPTypeUnspec && info.EPAttr.Type != fi.EPTypeRDM {
 		return nil, errors.Wrapf(fi.EINVAL, "shm: open domain: ep type %v not supported (offers FI_EP_RDM)", info.EPAttr.Type)
 	}
-	if err := f.ref.Acquire(); err != nil {
+	if err := f.ref.AcquireKind(provutil.KindDomain); err != nil {
 		return nil, errors.Wrap(err, "shm: open domain: fabric closed")
 	}
 	return &domain{fabric: f, info: info.Clone(), mrs: provutil.NewMRTable(mrMode)}, nil
@@ -59,7 +62,7 @@ func (f *fabric) OpenDomain(info *fi.Info) (fi.Domain, error) {
 // connection events; the queue serves AV and MR events of applications
 // that bind one.
 func (f *fabric) OpenEQ(attr *eq.Attr) (eq.EventQueue, error) {
-	q, err := provutil.OpenChildEQ(&f.ref, attr, "shm: open eq")
+	q, err := provutil.OpenChildEQ(&f.ref, attr, "shm")
 	if err != nil {
 		return nil, err
 	}

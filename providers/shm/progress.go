@@ -1,7 +1,10 @@
+//go:build linux
+
 package shm
 
 import (
 	"math/bits"
+	"os"
 	"time"
 
 	"github.com/gofabric/gofabric/eq"
@@ -18,9 +21,14 @@ import (
 
 const (
 	ackQSize      = 256
-	slotsPerVisit = 64                     // slots taken from one peer per progress call
-	checkEvery    = 100 * time.Millisecond // how often progress looks for dead peers
+	slotsPerVisit = 64 // slots taken from one peer per progress call
 )
+
+// myPID is the process id claimers write into the entries they claim.
+var myPID = uint32(os.Getpid())
+
+// epoch is the origin of the endpoints' monotonic check times.
+var epoch = time.Now()
 
 // txKind is the kind of a transmit entry.
 type txKind uint8
@@ -98,11 +106,21 @@ type peer struct {
 	nameb []byte
 	r     *region
 	idx   int
+	off   int // the entry's offset in r.mem
 	q     *txRing
 	bell  unix.SockaddrUnix
 	out   []int32 // transmit entries with slots still to send, in order
 	busy  int     // entries waiting for this peer's answers
 	chunk uint64  // next SAR chunk number
+	// chunkAt is the ring index of the slot that last named each bounce
+	// chunk, and chunkUsed the chunks named so far: a chunk still busy
+	// after the owner consumed that slot, or busy before any use, was
+	// set by something else.
+	chunkAt   [sarChunks]uint64
+	chunkUsed uint8
+	// bad says why the entry cannot be trusted any more (the sender
+	// gives it up at its next look), or is empty.
+	bad string
 }
 
 // inbound is the owner's view of an entry of its inbox.
@@ -118,6 +136,9 @@ type inbound struct {
 	// srcVer (0: not looked up yet).
 	src    fi.Addr
 	srcVer uint64
+	// nonce is the claimer's incarnation, bell its doorbell.
+	nonce uint64
+	bell  unix.SockaddrUnix
 	// A SAR message being received.
 	sar      bool
 	sarRecv  rxEntry
@@ -133,22 +154,31 @@ type dataPath struct {
 	plist    []*peer // the peers, for iteration
 	byAddr   []*peer // peers by fi.Addr, valid while the AV's version is cacheVer
 	cacheVer uint64
-	gone     map[string]bool // peers seen dead or closed: sends to them fail until they are back
-	ins      [maxPeers]inbound
-	tx       [queueSize]txEntry
-	txFree   []int32
-	recvs    []rxEntry // posted untagged receives, in order
-	trecvs   []rxEntry // posted tagged receives, in order
-	unexPool [queueSize]unexEntry
-	unexFree []int32
-	unexp    []int32 // unexpected untagged messages, in order
-	tunexp   []int32 // unexpected tagged messages, in order
-	acks     [ackQSize]ackEntry
-	ackHead  int
-	ackN     int
-	cma      cmaIOV
-	polls    uint32
-	checked  time.Time
+	// gone holds the peers whose inbox went away or cut us off: the next
+	// send to one fails with fi.ECONNRESET (true: not reported yet),
+	// later ones connect again, failing while there is no inbox.
+	gone map[string]bool
+	// quarantine is when entries of the inbox were taken from live
+	// claimers (zero: not in quarantine).
+	quarantine [maxPeers]time.Time
+	ins        [maxPeers]inbound
+	tx         [queueSize]txEntry
+	txFree     []int32
+	recvs      []rxEntry // posted untagged receives, in order
+	trecvs     []rxEntry // posted tagged receives, in order
+	unexPool   [queueSize]unexEntry
+	unexFree   []int32
+	unexp      []int32 // unexpected untagged messages, in order
+	tunexp     []int32 // unexpected tagged messages, in order
+	acks       [ackQSize]ackEntry
+	ackHead    int
+	ackN       int
+	cma        cmaIOV
+	polls      uint32
+	checked    time.Time
+	// unlinked is set once the inbox file was found removed (logged
+	// once).
+	unlinked bool
 }
 
 func (d *dataPath) init() {
@@ -167,20 +197,29 @@ func (d *dataPath) init() {
 	d.tunexp = make([]int32, 0, queueSize)
 }
 
-// progress moves everything as far as it goes without blocking.
-func (d *dataPath) progress(e *endpoint) {
+// progress moves everything as far as it goes without blocking; every
+// checkEvery it checks the peers (checkPeers). idle says the endpoint
+// had nothing to do (the clock is then read at once).
+func (d *dataPath) progress(e *endpoint, idle bool) {
 	d.receive(e)
 	d.flushAcks(e)
-	for _, p := range d.plist {
-		if len(p.out) > 0 {
-			d.pushOut(e, p)
-		}
-	}
-	if d.polls++; d.polls&1023 == 0 {
+	d.pushAll(e)
+	if d.polls++; idle || d.polls&63 == 0 {
 		if now := time.Now(); now.Sub(d.checked) >= checkEvery {
 			d.checked = now
 			d.checkPeers(e)
 		}
+	}
+}
+
+// pushAll sends what the peers' queued entries still have to send.
+func (d *dataPath) pushAll(e *endpoint) {
+	for k := 0; k < len(d.plist); {
+		p := d.plist[k]
+		if len(p.out) > 0 && d.pushOut(e, p) {
+			continue // p was dropped: the next one moved to k
+		}
+		k++
 	}
 }
 
@@ -200,14 +239,17 @@ func (d *dataPath) pending() bool {
 // anyInput reports whether a ring holds a slot or answers wait: a reader
 // about to sleep must run progress first.
 func (d *dataPath) anyInput(e *endpoint) bool {
-	active := e.region.word64(hActive).Load()
+	active := e.region.active()
 	for i := range maxPeers {
 		if active&(1<<i) == 0 {
 			continue
 		}
 		in := &d.ins[i]
 		if !in.active {
-			return true
+			if e.region.word32(pageSize+i*entrySize+pReady).Load() == 1 {
+				return true // a new claimer to adopt
+			}
+			continue // a stray bit: checkPeers clears it
 		}
 		if s, _ := in.q.front(); s != nil {
 			return true
@@ -216,7 +258,58 @@ func (d *dataPath) anyInput(e *endpoint) bool {
 	return d.ackN > 0
 }
 
+// askForRoom runs before the endpoint sleeps: it asks the owner of every
+// inbox it has messages or answers waiting for room in to ring it when
+// it made room (pWant), then tries once more, and reports whether that
+// moved anything (then the caller must not sleep).
+func (d *dataPath) askForRoom(e *endpoint) bool {
+	var before uint64
+	asked := false
+	for _, p := range d.plist {
+		before += p.q.tail
+		if len(p.out) > 0 {
+			p.r.word32(p.off + pWant).Store(1)
+			asked = true
+		}
+	}
+	if d.ackN > 0 {
+		if p := d.ins[d.acks[d.ackHead].in].reply; p != nil {
+			p.r.word32(p.off + pWant).Store(1)
+			asked = true
+		}
+	}
+	if !asked {
+		return false
+	}
+	n := len(d.plist)
+	d.flushAcks(e)
+	d.pushAll(e)
+	var after uint64
+	for _, p := range d.plist {
+		after += p.q.tail
+	}
+	return after != before || len(d.plist) != n
+}
+
+// notifyRoom rings the doorbell of entry i's claimer if it asked to be
+// told when there is room again (the owner just made some).
+func (d *dataPath) notifyRoom(e *endpoint, i int) {
+	w := e.region.word32(pageSize + i*entrySize + pWant)
+	if w.Load() != 0 && w.Swap(0) != 0 {
+		e.ringer.ring(&d.ins[i].bell)
+	}
+}
+
 // ---- outbound ----
+
+// valid reports whether p's owner still serves its inbox and our entry
+// there is still ours (the owner did not cut us off). A few loads, on
+// two cache lines.
+func (p *peer) valid(nonce uint64) bool {
+	r := p.r
+	return r.word32(p.off+pReady).Load() == 1 && r.word64(p.off+pNonce).Load() == nonce &&
+		r.word32(p.off+pClaim).Load() == myPID && r.word64(hMagic).Load() == regionMagic
+}
 
 // peerFor returns the connection to the endpoint at dest, connecting on
 // first use. It returns bare fi.EAGAIN while the peer's inbox does not
@@ -227,8 +320,7 @@ func (d *dataPath) peerFor(e *endpoint, dest fi.Addr) (*peer, error) {
 		clear(d.byAddr)
 		d.byAddr, d.cacheVer = d.byAddr[:0], v
 	} else if uint64(dest) < uint64(len(d.byAddr)) {
-		if p := d.byAddr[dest]; p != nil && p.r.word32(pageSize+p.idx*entrySize+pReady).Load() == 1 &&
-			p.r.word64(hMagic).Load() == regionMagic {
+		if p := d.byAddr[dest]; p != nil && p.valid(e.nonce) {
 			return p, nil
 		}
 	}
@@ -249,20 +341,69 @@ func (d *dataPath) lookupPeer(e *endpoint, dest fi.Addr) (*peer, error) {
 		return nil, fi.EINVAL
 	}
 	if p := d.peers[string(name)]; p != nil {
-		if p.r.word32(pageSize+p.idx*entrySize+pReady).Load() == 1 && p.r.word64(hMagic).Load() == regionMagic {
+		if p.valid(e.nonce) {
 			return p, nil
 		}
 		// The owner closed, or let our entry go (it judged us dead or
-		// broken): what we had in flight is lost; start over.
-		d.failPeer(e, p, fi.ECONNRESET)
-		d.disconnect(e, p, false)
-		d.gone[p.name] = true
+		// broken): what we had in flight is lost.
+		d.resetPeer(e, p)
+	}
+	unreported, gone := d.gone[string(name)]
+	if unreported {
+		// Say once that messages to it may be lost; the next send
+		// connects again.
+		d.gone[string(name)] = false
+		return nil, fi.ECONNRESET
 	}
 	p, err := d.connect(e, string(name))
-	if err == fi.EAGAIN && d.gone[string(name)] {
+	if err == fi.EAGAIN && gone {
 		return nil, fi.ECONNRESET // it was there and died or closed; it may come back
 	}
 	return p, err
+}
+
+// resetPeer drops p, whose inbox went away or cut us off: what was in
+// flight to it fails with fi.ECONNRESET, and the next send to it says
+// so.
+func (d *dataPath) resetPeer(e *endpoint, p *peer) {
+	d.failPeer(e, p, fi.ECONNRESET)
+	d.disconnect(e, p, false)
+	d.gone[p.name] = true
+}
+
+// abandon gives up our entry in p's inbox, whose state we found
+// inconsistent (overwritten by something else): its owner releases it
+// (checkInbound), and p is reset.
+func (d *dataPath) abandon(e *endpoint, p *peer, why string) {
+	fi.Logger(provName).Warn("shm: gave up an entry in a peer's inbox", "peer", p.name, "why", why)
+	if p.valid(e.nonce) {
+		p.r.word32(p.off + pReady).Store(readyAbandoned)
+	}
+	d.resetPeer(e, p)
+}
+
+// checkPeer checks the words of p's entry that its owner writes against
+// what we know (a few loads): the head moves between the last head seen
+// and our tail, and a chunk is busy only while its slot waits in the
+// ring.
+func (d *dataPath) checkPeer(p *peer) string {
+	if p.bad != "" {
+		return p.bad
+	}
+	if !p.q.loadHead() {
+		return "the ring head went backwards or past the tail"
+	}
+	h := p.q.headSeen
+	for k := range sarChunks {
+		busyOff, _ := p.r.sarChunkMem(p.off, k)
+		switch b := p.r.word64(busyOff).Load(); {
+		case b > 1:
+			return "a bounce chunk's busy word holds garbage"
+		case b == 1 && (p.chunkUsed&(1<<k) == 0 || h > p.chunkAt[k]):
+			return "a bounce chunk is busy that no slot in the ring names"
+		}
+	}
+	return ""
 }
 
 // connect claims an entry in the inbox of name.
@@ -285,7 +426,8 @@ func (d *dataPath) connect(e *endpoint, name string) (*peer, error) {
 		r.word64(off + pProbe).Store(bufAddr64(e.probe))
 		r.word64(off + pProbeVal).Store(e.probe[1])
 		r.word32(off + pCMA).Store(0)
-		p := &peer{name: name, nameb: []byte(name), r: r, idx: i, q: newTxRing(r, i), bell: unixAddr(name)}
+		r.word32(off + pWant).Store(0)
+		p := &peer{name: name, nameb: []byte(name), r: r, idx: i, off: off, q: newTxRing(r, i), bell: unixAddr(name)}
 		r.word32(off + pReady).Store(1)
 		for {
 			old := r.word64(hActive).Load()
@@ -309,7 +451,7 @@ func (p *peer) cmaOK() bool { return p.r.word32(pageSize+p.idx*entrySize+pCMA).L
 
 // disconnect says goodbye to a peer and unmaps its inbox.
 func (d *dataPath) disconnect(e *endpoint, p *peer, bye bool) {
-	if bye && p.r.ownerAlive() {
+	if bye && p.valid(e.nonce) && p.r.ownerAlive() {
 		if s := p.q.reserve(); s != nil {
 			h := slotHeader{op: opBye}
 			h.put(s)
@@ -337,12 +479,26 @@ func (d *dataPath) disconnect(e *endpoint, p *peer, bye bool) {
 	}
 }
 
-// pushOut sends what queued entries still have to send, in order.
-func (d *dataPath) pushOut(e *endpoint, p *peer) {
+// pushOut sends what queued entries still have to send, in order. It
+// reports true when it dropped p instead (its inbox went away, cut us
+// off, or holds garbage).
+func (d *dataPath) pushOut(e *endpoint, p *peer) (dropped bool) {
+	if !p.valid(e.nonce) {
+		d.resetPeer(e, p)
+		return true
+	}
 	for len(p.out) > 0 {
 		t := &d.tx[p.out[0]]
 		if !d.pushEntry(e, p, t) {
-			return
+			switch {
+			case p.q.bad:
+				d.abandon(e, p, "the ring head went backwards or past the tail")
+				return true
+			case p.bad != "":
+				d.abandon(e, p, p.bad)
+				return true
+			}
+			return false
 		}
 		copy(p.out, p.out[1:])
 		p.out = p.out[:len(p.out)-1]
@@ -350,7 +506,12 @@ func (d *dataPath) pushOut(e *endpoint, p *peer) {
 			d.finish(e, t)
 		}
 	}
+	return false
 }
+
+// cmaState returns the owner's answer to p's CMA probe, or 0 while it
+// has not answered.
+func (p *peer) cmaState() uint32 { return p.r.word32(p.off + pCMA).Load() }
 
 // pushEntry sends the slots of t that fit; it reports true once all are
 // out.
@@ -376,6 +537,9 @@ func (d *dataPath) pushEntry(e *endpoint, p *peer, t *txEntry) bool {
 			gather(s[slotHdr:], t.iov[:t.niov])
 			p.q.commit()
 			return true
+		}
+		if !t.hdr && p.cmaState() == 0 {
+			return false // the owner has not probed us yet: wait for its answer to choose
 		}
 		if !t.hdr && p.cmaOK() {
 			s := p.q.reserve()
@@ -404,8 +568,9 @@ func (d *dataPath) pushEntry(e *endpoint, p *peer, t *txEntry) bool {
 		}
 		for t.sent < t.size {
 			k := int(p.chunk % sarChunks)
-			busyOff, chunk := p.r.sarChunkMem(pageSize+p.idx*entrySize, k)
+			busyOff, chunk := p.r.sarChunkMem(p.off, k)
 			if p.r.word64(busyOff).Load() != 0 {
+				p.bad = d.checkPeer(p)
 				return false
 			}
 			s := p.q.reserve()
@@ -416,6 +581,7 @@ func (d *dataPath) pushEntry(e *endpoint, p *peer, t *txEntry) bool {
 			p.r.word64(busyOff).Store(1)
 			c := slotHeader{op: opSAR, msgID: h.msgID, inlineLen: uint32(n), addr: uint64(t.sent), aux: uint32(k)}
 			c.put(s)
+			p.chunkAt[k], p.chunkUsed = p.q.tail, p.chunkUsed|1<<k
 			p.q.commit()
 			p.chunk++
 			t.sent += n
@@ -425,6 +591,9 @@ func (d *dataPath) pushEntry(e *endpoint, p *peer, t *txEntry) bool {
 		op := byte(opWrite)
 		if t.kind == txRead {
 			op = opRead
+		}
+		if !t.hdr && t.size > inlineMax && p.cmaState() == 0 {
+			return false // wait for the probe's answer to choose
 		}
 		if !t.hdr && t.size > inlineMax && p.cmaOK() {
 			s := p.q.reserve()
@@ -517,22 +686,120 @@ func (d *dataPath) answered(e *endpoint, h *slotHeader, slot []byte) {
 
 // checkPeers fails the operations of peers whose process died and frees
 // the inbox entries of senders that died.
+//
+// It also checks every word of the inbox and of the entries we hold in
+// peers' inboxes that the other side writes and that we can check, so
+// that state overwritten by a third process (of this user: no other can
+// reach the files) ends in an error on that peer instead of a stall: an
+// outbound entry that went wrong is given up (abandon: its in-flight
+// operations fail with fi.ECONNRESET), an inbound one is cut off
+// (checkInbound), and an overwritten header is written again, cutting
+// every peer off.
 func (d *dataPath) checkPeers(e *endpoint) {
+	e.nextCheck.Store(int64(time.Since(epoch) + checkEvery))
 	for k := 0; k < len(d.plist); {
 		p := d.plist[k]
-		if !p.r.ownerOpen() {
-			d.failPeer(e, p, fi.ECONNRESET)
-			d.disconnect(e, p, false)
-			d.gone[p.name] = true
+		switch {
+		case !p.r.ownerOpen(), !p.valid(e.nonce):
+			d.resetPeer(e, p)
+			continue
+		}
+		if why := d.checkPeer(p); why != "" {
+			d.abandon(e, p, why)
 			continue
 		}
 		k++
 	}
+	r := e.region
+	if !d.unlinked && r.unlinked() {
+		d.unlinked = true
+		fi.Logger(provName).Warn("shm: the inbox file was removed by another process: peers that have not connected yet cannot reach this endpoint",
+			"path", r.path)
+	}
+	if !r.headerIntact() {
+		for i := range d.ins {
+			if d.ins[i].active {
+				d.cut(e, i, "the inbox header was overwritten")
+			}
+		}
+		r.writeHeader()
+	}
+	now := time.Now()
+	active := r.word64(hActive).Load()
+	if active>>maxPeers != 0 {
+		fi.Logger(provName).Warn("shm: cleared active bits of entries that do not exist", "bits", active>>maxPeers<<maxPeers)
+		for {
+			old := r.word64(hActive).Load()
+			if r.word64(hActive).CompareAndSwap(old, old&(1<<maxPeers-1)) {
+				break
+			}
+		}
+	}
+	var stray uint64
 	for i := range d.ins {
 		in := &d.ins[i]
-		if in.active && !pidAlive(in.pid) {
-			d.release(e, i, fi.ECONNRESET)
+		off := pageSize + i*entrySize
+		switch {
+		case in.active:
+			d.checkInbound(e, i)
+		case !d.quarantine[i].IsZero():
+			if now.Sub(d.quarantine[i]) >= checkEvery {
+				d.quarantine[i] = time.Time{}
+				clearEntry(r, i)
+				r.word32(off + pClaim).Store(0)
+			}
+		case active&(1<<i) != 0 && r.word32(off+pReady).Load() != 1:
+			// An active bit no claimer set (a claimer marks its
+			// entry ready first).
+			clearBit(r, i)
+			stray |= 1 << i
 		}
+	}
+	if stray != 0 {
+		fi.Logger(provName).Warn("shm: cleared active bits of entries nobody claimed", "bits", stray)
+	}
+}
+
+// checkInbound checks the words of entry i that its claimer writes
+// once, and the owner's own words there, against what the owner knows,
+// and cuts the claimer off when they changed; it releases the entry of a
+// claimer that died.
+func (d *dataPath) checkInbound(e *endpoint, i int) {
+	in := &d.ins[i]
+	if !pidAlive(in.pid) {
+		d.release(e, i, fi.ECONNRESET, false)
+		return
+	}
+	r := e.region
+	off := pageSize + i*entrySize
+	cma := uint32(cmaNo)
+	if in.cma {
+		cma = cmaYes
+	}
+	why := ""
+	switch ready := r.word32(off + pReady).Load(); {
+	case ready == readyAbandoned:
+		why = "it gave its entry up (it found the entry inconsistent)"
+	case ready != 1 || r.word32(off+pClaim).Load() != uint32(in.pid) || r.word64(off+pPID).Load() != uint64(in.pid) ||
+		r.word64(off+pNonce).Load() != in.nonce:
+		why = "the entry's claim words were overwritten"
+	case r.word64(hActive).Load()&(1<<i) == 0:
+		why = "the entry's active bit was cleared"
+	case r.word64(off+pHead).Load() != in.q.head:
+		why = "the ring head was overwritten"
+	case !seqPlausible(r.headSeq(i, in.q.head), in.q.head):
+		why = "the ring was overwritten"
+	case r.word32(off+pCMA).Load() != cma:
+		why = "the entry's CMA word was overwritten"
+	default:
+		for k := range sarChunks {
+			if busy, _ := r.sarChunkMem(off, k); r.word64(busy).Load() > 1 {
+				why = "a bounce chunk's busy word was overwritten"
+			}
+		}
+	}
+	if why != "" {
+		d.cut(e, i, why)
 	}
 }
 
@@ -556,8 +823,13 @@ func (d *dataPath) shutdown(e *endpoint) {
 		d.disconnect(e, p, true)
 	}
 	for i := range d.ins {
-		if d.ins[i].active {
-			d.release(e, i, fi.ECANCELED)
+		if in := &d.ins[i]; in.active {
+			// Ring the claimer: it finds its entry gone at once.
+			b := in.bell
+			d.release(e, i, fi.ECANCELED, false)
+			if b.Name != "" {
+				e.ringer.ring(&b)
+			}
 		}
 	}
 	for _, r := range d.recvs {
@@ -567,13 +839,14 @@ func (d *dataPath) shutdown(e *endpoint) {
 		e.failRecv(&r, fi.ECANCELED, 0)
 	}
 	d.recvs, d.trecvs = d.recvs[:0], d.trecvs[:0]
+	d.ackHead, d.ackN = 0, 0
 }
 
 // ---- inbound ----
 
 // receive takes slots from every active entry of the inbox.
 func (d *dataPath) receive(e *endpoint) {
-	active := e.region.word64(hActive).Load()
+	active := e.region.active()
 	for active != 0 {
 		i := bits.TrailingZeros64(active)
 		active &^= 1 << i
@@ -581,6 +854,7 @@ func (d *dataPath) receive(e *endpoint) {
 		if !in.active && !d.adopt(e, i) {
 			continue
 		}
+		popped := 0
 		for range slotsPerVisit {
 			if d.ackN == ackQSize {
 				break // no room for answers: come back later
@@ -603,14 +877,27 @@ func (d *dataPath) receive(e *endpoint) {
 				break
 			}
 			in.q.pop()
+			popped++
 			if h.op == opBye {
-				d.release(e, i, fi.ECONNRESET)
+				d.leaving(e, i)
 				break
 			}
 		}
-		if in.active {
+		if in.active && popped > 0 {
 			in.q.publish()
+			d.notifyRoom(e, i)
 		}
+	}
+}
+
+// leaving handles a claimer's goodbye: its entry is released, and if we
+// send to the same endpoint and it closed, that connection is reset now
+// rather than at the next check.
+func (d *dataPath) leaving(e *endpoint, i int) {
+	name := d.ins[i].name
+	d.release(e, i, fi.ECONNRESET, false)
+	if p := d.peers[name]; p != nil && !p.r.ownerOpen() {
+		d.resetPeer(e, p)
 	}
 }
 
@@ -623,53 +910,92 @@ func (d *dataPath) adopt(e *endpoint, i int) bool {
 		return false
 	}
 	in := &d.ins[i]
-	*in = inbound{active: true, q: newRxRing(r, i), name: r.peerName(i), pid: int(r.word64(off + pPID).Load())}
+	*in = inbound{active: true, q: newRxRing(r, i), name: r.peerName(i), pid: int(r.word64(off + pPID).Load()),
+		nonce: r.word64(off + pNonce).Load()}
 	in.nameb = []byte(in.name)
+	e.adopted.Store(e.adopted.Load() | 1<<i)
+	if checkName(in.nameb) != nil || r.word32(off+pClaim).Load() != uint32(in.pid) {
+		d.cut(e, i, "the claimer wrote an invalid name or pid")
+		return false
+	}
+	in.bell = unixAddr(in.name)
 	var probe [2]uint64
 	d.cma.addLocal(bytesOf(&probe))
 	d.cma.addRemote(r.word64(off+pProbe).Load(), 16)
 	n, err := d.cma.read(in.pid)
 	in.cma = err == nil && n == 16 && probe[0] == probeMagic && probe[1] == r.word64(off+pProbeVal).Load() && !e.noCMA
-	e.adopted.Store(e.adopted.Load() | 1<<i)
 	if in.cma {
 		r.word32(off + pCMA).Store(cmaYes)
 	} else {
 		r.word32(off + pCMA).Store(cmaNo)
 	}
+	d.notifyRoom(e, i) // a claimer may wait for the answer
 	return true
 }
 
 // broken cuts off the peer of entry i, which wrote what no correct peer
 // writes.
-func (d *dataPath) broken(e *endpoint, i int, why string) {
-	fi.Logger(provName).Warn("shm: dropped a peer that broke the protocol", "peer", d.ins[i].name, "why", why)
-	d.release(e, i, fi.EIO)
+func (d *dataPath) broken(e *endpoint, i int, why string) { d.cut(e, i, why) }
+
+// cut cuts off the live claimer of entry i, whose entry holds what no
+// correct peer and no correct owner leave there: it logs why, releases
+// the entry with fi.EIO (a SAR message in progress from it fails) and
+// keeps it from the next claimer for a while (claimQuarantine). The
+// claimer finds its entry gone at its next look and fails what it had in
+// flight with fi.ECONNRESET.
+func (d *dataPath) cut(e *endpoint, i int, why string) {
+	fi.Logger(provName).Warn("shm: cut off a peer", "peer", d.ins[i].name, "why", why)
+	d.release(e, i, fi.EIO, true)
 }
 
 // release frees entry i of the inbox: a SAR message in progress fails
-// with code, the rest of the ring is dropped.
-func (d *dataPath) release(e *endpoint, i int, code fi.Errno) {
+// with code, the rest of the ring is dropped. With quarantine (the
+// claimer lives and did not leave), nobody may claim the entry until
+// checkPeers frees it later; the claimer's doorbell is rung, so that a
+// blocked claimer looks at its entry soon.
+func (d *dataPath) release(e *endpoint, i int, code fi.Errno, quarantine bool) {
 	in := &d.ins[i]
 	if in.sar {
 		e.failRecv(&in.sarRecv, code, in.sarH.data)
 	}
 	r := e.region
 	off := pageSize + i*entrySize
+	clearEntry(r, i)
+	r.word32(off + pReady).Store(0)
+	clearBit(r, i)
+	if quarantine {
+		r.word32(off + pClaim).Store(claimQuarantine)
+		d.quarantine[i] = time.Now()
+		if in.bell.Name != "" {
+			e.ringer.ring(&in.bell)
+		}
+	} else {
+		r.word32(off + pClaim).Store(0)
+	}
+	e.adopted.Store(e.adopted.Load() &^ (1 << i))
+	*in = inbound{}
+}
+
+// clearEntry empties entry i's ring and bounce chunks for the next
+// claimer.
+func clearEntry(r *region, i int) {
+	off := pageSize + i*entrySize
 	r.resetRing(i)
 	for k := range sarChunks {
 		busy, _ := r.sarChunkMem(off, k)
 		r.word64(busy).Store(0)
 	}
-	r.word32(off + pReady).Store(0)
+	r.word32(off + pWant).Store(0)
+}
+
+// clearBit clears entry i's bit in the active-peer bitmap.
+func clearBit(r *region, i int) {
 	for {
 		old := r.word64(hActive).Load()
 		if r.word64(hActive).CompareAndSwap(old, old&^(1<<i)) {
-			break
+			return
 		}
 	}
-	r.word32(off + pClaim).Store(0)
-	e.adopted.Store(e.adopted.Load() &^ (1 << i))
-	*in = inbound{}
 }
 
 // slot handles one slot from entry i. done false leaves it in the ring
@@ -950,6 +1276,7 @@ func (d *dataPath) queueAck(i int, msgID uint64, status uint32, off uint64, data
 
 // flushAcks sends queued answers while the peers' rings have room.
 func (d *dataPath) flushAcks(e *endpoint) {
+	retried := false
 	for d.ackN > 0 {
 		a := &d.acks[d.ackHead]
 		in := &d.ins[a.in]
@@ -960,8 +1287,21 @@ func (d *dataPath) flushAcks(e *endpoint) {
 			}
 			in.reply = p
 		}
+		if p != nil && !p.valid(e.nonce) {
+			// Our entry in its inbox is gone: connect anew, once.
+			d.resetPeer(e, p)
+			if !retried {
+				retried = true
+				continue
+			}
+			p = nil
+		}
 		if p != nil {
 			s := p.q.reserve()
+			if s == nil && p.q.bad {
+				d.abandon(e, p, "the ring head went backwards or past the tail")
+				continue
+			}
 			if s == nil {
 				return
 			}

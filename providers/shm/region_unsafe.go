@@ -1,8 +1,12 @@
+//go:build linux
+
 package shm
 
 import (
 	"sync/atomic"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // Memory ordering. Regions are shared between processes through a
@@ -36,6 +40,15 @@ func (r *region) word64(off int) *atomic.Uint64 {
 func (r *region) word32(off int) *atomic.Uint32 {
 	_ = r.mem[off+3]
 	return (*atomic.Uint32)(unsafe.Pointer(&r.mem[off]))
+}
+
+// retireMem replaces the mapping mem, in place, by private zero pages
+// (mmap MAP_FIXED): from then on nothing reaches the shared file through
+// those addresses, and a late reader finds zeros there.
+func retireMem(mem []byte) error {
+	_, err := unix.MmapPtr(-1, 0, unsafe.Pointer(&mem[0]), uintptr(len(mem)),
+		unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_FIXED)
+	return err
 }
 
 // bufAddr returns the virtual address of b's first byte (0 for an empty

@@ -1,3 +1,5 @@
+//go:build linux
+
 package shm
 
 // The ring of a peer entry is a single-producer single-consumer queue of
@@ -15,6 +17,9 @@ type txRing struct {
 	entry    int    // offset of the peer entry in r.mem
 	tail     uint64 // next slot to fill (the shared tail's value)
 	headSeen uint64 // the last head read
+	// bad is set when the shared head went where no owner moves it
+	// (backwards, or past the tail): the entry was overwritten.
+	bad bool
 }
 
 func newTxRing(r *region, i int) *txRing {
@@ -26,16 +31,27 @@ func newTxRing(r *region, i int) *txRing {
 }
 
 // reserve returns the body of the next free slot to fill, or nil when
-// the ring is full.
+// the ring is full (or found bad).
 func (q *txRing) reserve() []byte {
 	if q.tail-q.headSeen >= ringSlots {
-		q.headSeen = q.r.word64(q.entry + pHead).Load()
-		if q.tail-q.headSeen >= ringSlots {
+		if !q.loadHead() || q.tail-q.headSeen >= ringSlots {
 			return nil
 		}
 	}
 	off := q.entry + pSlots + int(q.tail%ringSlots)*slotSize
 	return q.r.mem[off+8 : off+slotSize : off+slotSize]
+}
+
+// loadHead reads the shared head; false (and bad set) when it moved
+// where the owner never moves it.
+func (q *txRing) loadHead() bool {
+	h := q.r.word64(q.entry + pHead).Load()
+	if h < q.headSeen || h > q.tail {
+		q.bad = true
+		return false
+	}
+	q.headSeen = h
+	return true
 }
 
 // commit publishes the slot reserve returned. Then, while the peer
@@ -75,6 +91,23 @@ func (q *rxRing) front() (slot []byte, ok bool) {
 	}
 	return q.r.mem[off+8 : off+slotSize : off+slotSize], true
 }
+
+// seqPlausible reports whether seq, the sequence word of the slot at head
+// h of a ring, is one a producer can have left there: h+1 (published),
+// 0 (cleared) or h+1-ringSlots (the slot of the previous lap). Anything
+// else was written by something else, and the ring would stall on it.
+func seqPlausible(seq, h uint64) bool {
+	return seq == h+1 || seq == 0 || h >= ringSlots && seq == h+1-ringSlots
+}
+
+// headSeq returns the sequence word of the slot at entry i's head h.
+func (r *region) headSeq(i int, h uint64) uint64 {
+	return r.word64(pageSize + i*entrySize + pSlots + int(h%ringSlots)*slotSize).Load()
+}
+
+// active returns the active-peer bitmap, without the bits of entries that
+// do not exist (which only something else than a claimer sets).
+func (r *region) active() uint64 { return r.word64(hActive).Load() & (1<<maxPeers - 1) }
 
 // ready reports, from shared words only, whether entry i's ring holds a
 // published slot.

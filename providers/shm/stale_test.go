@@ -1,3 +1,5 @@
+//go:build linux
+
 package shm_test
 
 import (
@@ -5,13 +7,12 @@ import (
 	"context"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/gofabric/gofabric/ep"
 	"github.com/gofabric/gofabric/fi"
+	"github.com/gofabric/gofabric/providers/shm"
 	"github.com/stretchr/testify/require"
 )
 
@@ -66,7 +67,7 @@ func TestDeadOwnerRegionIsReclaimed(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "ready\n", line)
 
-	path := filepath.Join("/dev/shm", "gofabric-shm."+itoa(os.Getuid())+"."+strings.TrimPrefix(name, "fi_shm://"))
+	path := shm.RegionPath(name)
 	require.FileExists(t, path)
 	st, err := os.Stat(path)
 	require.NoError(t, err)
