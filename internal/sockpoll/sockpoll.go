@@ -14,7 +14,9 @@
 // netpoller, sleeps there, and runs the provider's progress when one is
 // ready. With Config.OnKick (manual data progress) it takes the sockets
 // only when the application is about to block, and does not look in on an
-// application that polls. With Config.Deadline it also runs progress when
+// application that polls. With Config.Blocked it keeps the sockets, without
+// the look, for as long as a reader is blocked, and (OnKick) leaves them
+// as soon as none is. With Config.Deadline it also runs progress when
 // a timeout of the provider falls due while it waits (tcp: the stall watch
 // of RDM connections), and Wake makes it take a deadline that moved. It
 // ends with Halt.
@@ -66,6 +68,19 @@ type Config struct {
 	// (each wake-up takes a thread, on a busy machine the polling one's
 	// processor).
 	OnKick bool
+	// Blocked, if set, reports whether a reader is blocked now on a
+	// queue the sockets' progress feeds (in SRead or Wait). While it is,
+	// the goroutine keeps the sockets, whatever other threads poll, and
+	// as long as none does it arms them again right after each progress,
+	// instead of looking PollWindow later whether the application polls
+	// (a transfer that needs many wake-ups, a large write the socket
+	// takes piece by piece, would wait that long each time). With OnKick,
+	// a Kick when it is false (the reader that kicked already left) is
+	// ignored, and the goroutine leaves the sockets once it turns false,
+	// until the next Kick. The caller Kicks when it turns true (a reader
+	// about to block) and when it starts a Poller while it is true, so
+	// that no blocked reader goes unserved.
+	Blocked func() bool
 }
 
 // Poller is an endpoint's background progress.
@@ -221,22 +236,40 @@ func (p *Poller) loop() {
 		return n > 0
 	}
 	kicked := false // OnKick: a Kick handed the sockets over
+	polled := false // the last wake-up found that the application polled
 	for {
-		if p.cfg.OnKick && !kicked {
+		switch {
+		case p.cfg.OnKick && !kicked:
 			select {
 			case <-p.kick:
-				kicked = true
+				// A reader that kicked and left is owed nothing.
+				kicked = p.cfg.Blocked == nil || p.cfg.Blocked()
 			case <-p.stop:
 				return
 			}
-		} else {
-			// Leave the sockets to an application that polls.
+			if !kicked {
+				continue
+			}
+			polled = false
+		case p.blocked() && !polled:
+			// A reader is blocked and nobody polls: watch at once.
+		case p.cfg.OnKick && p.cfg.Blocked != nil && !p.blocked():
+			// The reader left: manual progress waits for the next one.
+			kicked = false
+			continue
+		default:
+			// Leave the sockets to an application that polls (another
+			// thread, while a reader blocks: the goroutine then looks
+			// again, and does not spin on input that thread is about
+			// to take).
 			seen := p.cfg.Polls()
 			timer.Reset(PollWindow)
 			select {
 			case <-timer.C:
 				if p.cfg.Polls() != seen {
-					kicked = false
+					if !p.blocked() {
+						kicked = false
+					}
 					continue
 				}
 			case <-p.kick:
@@ -245,6 +278,7 @@ func (p *Poller) loop() {
 				timer.Stop()
 				return
 			}
+			polled = false
 		}
 		if p.cfg.Wanted != nil && !p.cfg.Wanted() {
 			select {
@@ -262,11 +296,19 @@ func (p *Poller) loop() {
 		if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
 			return // halted
 		}
-		if p.cfg.Polls() == seen {
+		if polled = p.cfg.Polls() != seen; !polled {
 			p.cfg.Progress()
+		} else if p.cfg.OnKick && !p.blocked() {
+			// The application polled while the sockets were armed: it
+			// has them back (only the window's look caught that before,
+			// and it missed polls that ended before the wake-up).
+			kicked = false
 		}
 	}
 }
+
+// blocked reports Config.Blocked, false without one.
+func (p *Poller) blocked() bool { return p.cfg.Blocked != nil && p.cfg.Blocked() }
 
 // setDeadline bounds the coming wait by Config.Deadline. A Wake that
 // lands between reading the deadline and setting it would be overwritten:

@@ -202,3 +202,66 @@ func TestWake(t *testing.T) {
 	p.Wake()
 	wantRun(t, ran, "no progress at a deadline set after the wait began")
 }
+
+// With OnKick and Blocked the goroutine ignores a Kick while nobody is
+// blocked, serves the sockets for as long as somebody is, however much
+// the application polls meanwhile (another thread polling another queue
+// must not strand the blocked one), and leaves them once nobody is.
+func TestBlocked(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	a, b := pair(t)
+	var (
+		wg      sync.WaitGroup
+		polls   atomic.Uint64
+		blocked atomic.Bool
+		got     = make(chan byte, 16)
+	)
+	p, err := Start(Config{
+		Name:     "test",
+		Progress: byteReader(a, got),
+		Polls:    polls.Load,
+		Events:   func(int) uint32 { return unix.EPOLLIN },
+		OnKick:   true,
+		Blocked:  blocked.Load,
+		WG:       &wg,
+	}, a)
+	require.NoError(t, err)
+	defer func() { p.Halt(); wg.Wait() }()
+
+	_, err = unix.Write(b, []byte{1})
+	require.NoError(t, err)
+	p.Kick() // a reader that kicked and left at once
+	wantNone(t, got, "progress ran after a Kick with nobody blocked")
+	blocked.Store(true)
+	p.Kick()
+	wantByte(t, got, 1, "no progress with a reader blocked")
+
+	// Another thread polls for a while (its reads do not consume the
+	// socket here), then stops; the blocked reader is still served.
+	for end := time.Now().Add(200 * PollWindow); time.Now().Before(end); {
+		polls.Add(1)
+		time.Sleep(PollWindow / 10)
+	}
+	_, err = unix.Write(b, []byte{2})
+	require.NoError(t, err)
+	wantByte(t, got, 2, "the blocked reader was not served after another thread polled")
+
+	// Nobody blocks any more. A wait armed before the reader left may
+	// still take one byte; after that, bytes wait for the next Kick.
+	blocked.Store(false)
+	_, err = unix.Write(b, []byte{3})
+	require.NoError(t, err)
+	next := byte(3)
+	select {
+	case c := <-got:
+		require.Equal(t, byte(3), c)
+		next = 4
+	case <-time.After(20 * PollWindow):
+	}
+	_, err = unix.Write(b, []byte{4})
+	require.NoError(t, err)
+	wantNone(t, got, "progress ran with nobody blocked and no Kick")
+	blocked.Store(true)
+	p.Kick()
+	wantByte(t, got, next, "no progress after the next Kick")
+}

@@ -3,6 +3,8 @@
 package tcp_test
 
 import (
+	"context"
+
 	"github.com/gofabric/gofabric/ep"
 	"testing"
 
@@ -118,6 +120,62 @@ func rdmEcho(s *rdmSide, dest fi.Addr, size, n int) {
 			if k, _ := s.cq.Read(comp[:]); k > 0 {
 				return
 			}
+		}
+	}
+	send := func() {
+		for m.Send(buf, nil, dest, nil) != nil {
+			_, _ = s.cq.Read(nil)
+		}
+		wait()
+	}
+	_ = m.Recv(rbuf, nil, fi.AddrUnspec, nil)
+	for range n {
+		if client {
+			send()
+			wait()
+			_ = m.Recv(rbuf, nil, fi.AddrUnspec, nil)
+		} else {
+			wait()
+			_ = m.Recv(rbuf, nil, fi.AddrUnspec, nil)
+			send()
+		}
+	}
+}
+
+// BenchmarkRDMPingPongSRead is BenchmarkRDMPingPong with both sides
+// waiting in CQ.SRead instead of polling: the background progress moves
+// every byte (64 B eager, 1 MiB by rendezvous).
+func BenchmarkRDMPingPongSRead(b *testing.B) {
+	for _, size := range []int{64, 1 << 20} {
+		b.Run(sizeName(size), func(b *testing.B) {
+			cleanEnv(b)
+			x, y, fx, fy := rdmPair(b)
+			b.SetBytes(int64(2 * size))
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				rdmEchoSRead(b, y, fy, size, b.N)
+			}()
+			rdmEchoSRead(b, x, fx, size, -b.N)
+			<-done
+		})
+	}
+}
+
+// rdmEchoSRead is rdmEcho waiting in SRead.
+func rdmEchoSRead(b *testing.B, s *rdmSide, dest fi.Addr, size, n int) {
+	ctx := context.Background()
+	buf := make([]byte, size)
+	rbuf := make([]byte, size)
+	var comp [1]eq.Completion
+	m := s.e.(ep.Msg)
+	client := n < 0
+	if client {
+		n = -n
+	}
+	wait := func() {
+		if _, err := s.cq.SRead(ctx, comp[:]); err != nil {
+			b.Error(err)
 		}
 	}
 	send := func() {

@@ -8,10 +8,12 @@ import (
 	"github.com/gofabric/gofabric/fabtests"
 )
 
-// TestConformance runs the conformance suite's unit, cm and msg groups on
-// the provider; only the AV group skips (FI_EP_MSG domains have no address
-// vectors).
+// TestConformance runs the conformance suite's groups on the provider,
+// the ways an application waits (close-while-waiting, wait-sizes,
+// peer-killed) and connection bursts included; what the provider lacks
+// (FI_EP_DGRAM endpoints) skips.
 func TestConformance(t *testing.T) {
 	cleanEnv(t)
-	fabtests.Run(t, fabtests.Config{Provider: "tcp", Groups: []string{"unit", "cm", "msg", "rdm", "tagged", "rma", "close", "concurrency", "badinput", "faults"}})
+	fabtests.Run(t, fabtests.Config{Provider: "tcp", Groups: []string{"unit", "cm", "msg", "rdm", "tagged", "rma", "close", "concurrency", "badinput", "faults",
+		"close-while-waiting", "wait-sizes", "peer-killed", "burst"}})
 }

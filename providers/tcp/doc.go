@@ -136,7 +136,15 @@
 // data progress as C's do, are handed to that goroutine only by a reader
 // about to block: their data moves when the application reads its queues
 // or blocks in them, and a busy-polling application is never interrupted
-// by the millisecond look.
+// by the millisecond look. A reader blocked in CQ.SRead, Counter.Wait or
+// EQ.SRead hands over every connection of the endpoints bound to that
+// queue or counter, for as long as it blocks, whatever other threads poll
+// meanwhile: those a peer opens to the endpoint, or a send opens, after
+// it blocked included, so that a server that only ever waits in SRead
+// gets a new peer's first message. While a reader blocks, the goroutine
+// watches again right after each progress rather than a millisecond
+// later (a 1 MiB rendezvous round trip between two readers blocked in
+// SRead took 3.3 ms with that pause, 0.5 to 1 ms without).
 // A message that finds no posted receive waits in the socket (TCP
 // back-pressure) until one is posted.
 //

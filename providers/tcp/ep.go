@@ -463,6 +463,7 @@ func (e *endpoint) attach(conn *net.TCPConn, codec dataCodec, want ep.CMState) b
 	_ = conn.Close() // the duplicate keeps the connection open
 	e.dp.attach(fd, codec)
 	e.auto.Store(a)
+	e.kickIfBlocked() // a reader blocked before the socket was there
 	return true
 }
 

@@ -23,3 +23,17 @@ func Handshakes(x any) int {
 	defer p.mu.Unlock()
 	return len(p.hs)
 }
+
+// BlockedReaders returns how many readers are blocked in SRead or Wait
+// on q, a completion queue, counter or event queue of the provider.
+func BlockedReaders(q any) int {
+	switch x := q.(type) {
+	case *completionQueue:
+		return int(x.eps.waiting.Load())
+	case *counter:
+		return int(x.eps.waiting.Load())
+	case *eventQueue:
+		return int(x.eps.waiting.Load())
+	}
+	panic("tcp: BlockedReaders: not a queue of the provider")
+}

@@ -431,7 +431,7 @@ func (d *dataPath) recv(e *endpoint) error {
 			if err != nil {
 				return err
 			}
-			e.recvStalled.Store(!ok)
+			e.setStalled(!ok)
 			if !ok {
 				return nil
 			}
@@ -441,7 +441,7 @@ func (d *dataPath) recv(e *endpoint) error {
 				if err != nil {
 					return err
 				}
-				e.recvStalled.Store(!ok)
+				e.setStalled(!ok)
 				if !ok {
 					return nil
 				}
@@ -804,6 +804,23 @@ func (d *dataPath) recvFailed(e *endpoint, r *rxEntry, code fi.Errno) {
 	}
 	if k := e.cntr[cntRecv]; k != nil {
 		_ = k.AddErr(1)
+	}
+}
+
+// setStalled records whether the receive side waits for a posted buffer
+// or transmit room. Its socket's input is not watched meanwhile (the
+// background progress could not consume it, and would wake for it again
+// and again); once the wait is over, it is again, at once if the socket
+// is armed. Most calls change nothing and cost a load.
+func (e *endpoint) setStalled(stalled bool) {
+	if e.recvStalled.Load() == stalled {
+		return
+	}
+	e.recvStalled.Store(stalled)
+	if !stalled {
+		if a := e.auto.Load(); a != nil {
+			a.Rearm()
+		}
 	}
 }
 

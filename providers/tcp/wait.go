@@ -4,6 +4,7 @@ package tcp
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"github.com/gofabric/gofabric/internal/provutil"
@@ -16,7 +17,11 @@ import (
 // the queue runs progress on each of them (fi_cq_read drives the data
 // path), and a reader about to block hands them to their background
 // progress.
-type epSet struct{ provutil.Set[*endpoint] }
+type epSet struct {
+	provutil.Set[*endpoint]
+	// waiting counts the readers blocked on the queue (in wait).
+	waiting atomic.Int32
+}
 
 // progress is the queue's progress hook.
 func (s *epSet) progress() {
@@ -29,9 +34,16 @@ func (s *epSet) progress() {
 // wait is the queue's wait hook (provutil.WaitFunc), called when a reader
 // found nothing and is about to block: it tells the endpoints' background
 // progress that nobody polls them now, so that it watches their sockets at
-// once, and sleeps until the queue wakes it (an entry, a signal, the
-// reader's context).
+// once and for as long as the reader blocks, and sleeps until the queue
+// wakes it (an entry, a signal, the reader's context). An endpoint that
+// joins the queue or gets its socket while the reader blocks (an RDM
+// endpoint's connection, accepted from a new peer or opened by a send)
+// is handed over as it does (kickIfBlocked): the count goes up before the
+// endpoints are looked at, and they look at it after they are there, so
+// that one side always sees the other.
 func (s *epSet) wait(ctx context.Context) error {
+	s.waiting.Add(1)
+	defer s.waiting.Add(-1)
 	for _, e := range s.Load() {
 		if a := e.auto.Load(); a != nil {
 			a.Kick()
@@ -39,6 +51,26 @@ func (s *epSet) wait(ctx context.Context) error {
 	}
 	<-ctx.Done()
 	return nil
+}
+
+// blocked reports whether a reader is blocked on a queue or counter whose
+// reads drive the endpoint's progress (sockpoll.Config.Blocked).
+func (e *endpoint) blocked() bool {
+	for _, s := range e.sets {
+		if s.waiting.Load() > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// kickIfBlocked hands the endpoint's socket to its background progress
+// when a reader is blocked on one of its queues: called once the socket
+// has its poller, which the reader could not kick when it blocked.
+func (e *endpoint) kickIfBlocked() {
+	if a := e.auto.Load(); a != nil && e.blocked() {
+		a.Kick()
+	}
 }
 
 // startAuto starts the endpoint's background progress (FI_PROGRESS_AUTO,
@@ -53,11 +85,17 @@ func startAuto(e *endpoint, fd int) (*sockpoll.Poller, error) {
 		Name:     "tcp-progress",
 		Progress: e.progress,
 		Polls:    e.polls.Load,
+		// Input while the receive side can take it (setStalled), room
+		// while sends wait for it.
 		Events: func(int) uint32 {
-			if e.sendBlocked.Load() {
-				return unix.EPOLLIN | unix.EPOLLRDHUP | unix.EPOLLOUT
+			var ev uint32
+			if !e.recvStalled.Load() {
+				ev = unix.EPOLLIN | unix.EPOLLRDHUP
 			}
-			return unix.EPOLLIN | unix.EPOLLRDHUP
+			if e.sendBlocked.Load() {
+				ev |= unix.EPOLLOUT
+			}
+			return ev
 		},
 		// A receive side waiting for a posted buffer leaves its data in the
 		// socket: watching it then would wake for nothing.
@@ -67,6 +105,7 @@ func startAuto(e *endpoint, fd int) (*sockpoll.Poller, error) {
 		// RDM data progress is FI_PROGRESS_MANUAL, as in C: the
 		// connections of an RDM endpoint are watched only while a reader
 		// blocks, and an application that busy-polls is never woken for.
-		OnKick: e.rdm != nil,
+		OnKick:  e.rdm != nil,
+		Blocked: e.blocked,
 	}, fd)
 }
