@@ -20,7 +20,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -41,9 +40,9 @@ func TestMain(m *testing.M) {
 		os.Exit(2)
 	}
 	goPingpong = filepath.Join(dir, "fi_pingpong")
-	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	out, err := exec.Command(gobin, "build", "-o", goPingpong, "github.com/gofabric/gofabric/cmd/fi_pingpong").CombinedOutput()
-	if err != nil {
+	if gobin, err := exec.LookPath("go"); err != nil {
+		buildErr = fmt.Errorf("the go command is not on PATH: %v", err)
+	} else if out, err := exec.Command(gobin, "build", "-o", goPingpong, "github.com/gofabric/gofabric/cmd/fi_pingpong").CombinedOutput(); err != nil {
 		buildErr = fmt.Errorf("go build ./cmd/fi_pingpong: %v: %s", err, out)
 	}
 	code := m.Run()
@@ -105,15 +104,6 @@ func (w *world) run(t testing.TB, ns string, args ...string) {
 // exec runs name with args inside namespace i.
 func (w *world) exec(ctx context.Context, i int, name string, args ...string) *exec.Cmd {
 	return exec.CommandContext(ctx, w.ip, append([]string{"netns", "exec", w.ns[i], name}, args...)...)
-}
-
-// inBoth runs name with args inside both namespaces.
-func (w *world) inBoth(t testing.TB, name string, args ...string) {
-	t.Helper()
-	for i := range w.ns {
-		out, err := w.exec(context.Background(), i, name, args...).CombinedOutput()
-		require.NoError(t, err, "%s %s in %s: %s", name, strings.Join(args, " "), w.ns[i], out)
-	}
 }
 
 // nft replaces both namespaces' gofabric table with one input chain
