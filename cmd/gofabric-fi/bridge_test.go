@@ -469,6 +469,14 @@ func TestRunfabtestsShort(t *testing.T) {
 	dir := library(t)
 	bin := fabtests(t)
 	reftest.Tool(t, "python3", "python3") // runfabtests.sh reads errno values with it
+	unshare := reftest.Tool(t, "unshare", "util-linux")
+	unshareArgs := []string{"--pid", "--fork", "--mount-proc"}
+	if os.Geteuid() != 0 {
+		unshareArgs = append([]string{"--user", "--map-root-user"}, unshareArgs...)
+	}
+	if out, err := exec.Command(unshare, append(unshareArgs, "true")...).CombinedOutput(); err != nil {
+		reftest.Missing(t, "runfabtests.sh kills every fi_* process of the host, so it runs in a PID namespace of its own, and unshare %v fails: %v: %s", unshareArgs, err, out)
+	}
 	line := regexp.MustCompile(`^(fi_\S.*?) -p "\S+":\s+(Pass|Notrun|Fail|Excluded)$`)
 	for _, c := range []struct {
 		prov, env string
@@ -482,8 +490,11 @@ func TestRunfabtestsShort(t *testing.T) {
 			if c.env != "" {
 				e = append(e, c.env)
 			}
-			cmd := command(e, filepath.Join(bin, "runfabtests.sh"),
-				"-p", bin, "-t", "short", "-T", "60", "-e", "atomic,multi_recv", c.prov)
+			// After each test runfabtests.sh kill -9s every process of
+			// the host whose name starts with fi_: in a PID namespace of
+			// its own it sees only its own.
+			cmd := command(e, unshare, append(unshareArgs, filepath.Join(bin, "runfabtests.sh"),
+				"-p", bin, "-t", "short", "-T", "60", "-e", "atomic,multi_recv", c.prov)...)
 			cmd.Dir = t.TempDir() // it writes its temporary files there
 			p := startCmd(t, "runfabtests.sh", cmd)
 			p.limit = 15 * time.Minute
