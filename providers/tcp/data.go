@@ -62,6 +62,15 @@ func (a *txArgs) length() int {
 const txOpFlags = fi.FlagCompletion | fi.FlagInject | fi.FlagDeliveryComplete | fi.FlagTransmitComplete |
 	fi.FlagInjectComplete | fi.FlagRemoteCQData | fi.FlagMore | fi.FlagFence | fi.FlagCommitComplete
 
+// ackFlags are the completion levels a send waits for the peer's ACK
+// for (the tcp flag 0x4, §2.5.1).
+const ackFlags = fi.FlagDeliveryComplete | fi.FlagCommitComplete | fi.FlagTransmitComplete
+
+// injectFlags are the default flags of fi_inject and fi_injectdata: no
+// completion, so neither FI_COMPLETION nor a completion level (C's tcp
+// does not ask for an ACK on injects either).
+func injectFlags(def fi.Flags) fi.Flags { return def &^ (fi.FlagCompletion | ackFlags) }
+
 // post queues a transmit operation of kind (txSend, txWrite, txRead).
 func (e *endpoint) post(a *txArgs, kind txKind) error {
 	// The RDM layer's own operations may answer data that arrived between
@@ -74,7 +83,9 @@ func (e *endpoint) post(a *txArgs, kind txKind) error {
 		return errors.Wrapf(fi.EBADFLAGS, "tcp: flags %v", a.flags&^txOpFlags)
 	}
 	n := a.length()
-	inject := a.inject || a.flags&fi.FlagInject != 0
+	// FI_INJECT applies to what carries a payload (fi_rma(3): not to
+	// reads), also when it comes from the default op flags.
+	inject := (a.inject || a.flags&fi.FlagInject != 0) && kind != txRead
 	if inject && n > injectSize && !a.internal {
 		return errors.Wrapf(fi.EINVAL, "tcp: inject of %d bytes, the inject size is %d", n, injectSize)
 	}
@@ -119,7 +130,7 @@ func (e *endpoint) post(a *txArgs, kind txKind) error {
 	// completes with an error here instead of success.
 	// FI_TRANSMIT_COMPLETE asks for the same, as in the C provider: a
 	// message is out of the sender's hands only once the peer has it.
-	ack := kind == txWrite || (kind == txSend && a.flags&(fi.FlagDeliveryComplete|fi.FlagCommitComplete|fi.FlagTransmitComplete) != 0)
+	ack := kind == txWrite || (kind == txSend && a.flags&ackFlags != 0)
 	if ack {
 		h.flags |= flagDeliveryComplete
 	}
@@ -140,7 +151,7 @@ func (e *endpoint) post(a *txArgs, kind txKind) error {
 		}
 		return fi.ESHUTDOWN
 	}
-	if (d.appOps >= queueSize && !a.internal) || d.nfree == 0 {
+	if (d.appOps >= d.txSize && !a.internal) || d.nfree == 0 {
 		return fi.EAGAIN
 	}
 	i := d.take()
@@ -210,7 +221,7 @@ func (e *endpoint) SendMsg(msg *ep.Message, flags fi.Flags) error {
 
 // Inject sends buf, at most 128 bytes, with no completion (fi_inject).
 func (e *endpoint) Inject(buf []byte, dest fi.Addr) error {
-	a := txArgs{niov: 1, inject: true, flags: e.txFlags &^ fi.FlagCompletion}
+	a := txArgs{niov: 1, inject: true, flags: injectFlags(e.txFlags)}
 	a.iov[0] = buf
 	return e.post(&a, txSend)
 }
@@ -224,7 +235,7 @@ func (e *endpoint) SendData(buf []byte, desc any, data uint64, dest fi.Addr, ctx
 
 // InjectData injects buf with remote CQ data (fi_injectdata).
 func (e *endpoint) InjectData(buf []byte, data uint64, dest fi.Addr) error {
-	a := txArgs{niov: 1, inject: true, data: data, flags: (e.txFlags &^ fi.FlagCompletion) | fi.FlagRemoteCQData}
+	a := txArgs{niov: 1, inject: true, data: data, flags: injectFlags(e.txFlags) | fi.FlagRemoteCQData}
 	a.iov[0] = buf
 	return e.post(&a, txSend)
 }

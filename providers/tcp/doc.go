@@ -34,7 +34,29 @@
 // FI_TAGGED and FI_RMA, 64 bytes of inject, queues of 2048, protocol
 // FI_PROTO_RXM, data progress FI_PROGRESS_MANUAL, completion order
 // FI_ORDER_NONE; FI_SOURCE and FI_DIRECTED_RECV when asked for. Unlike C
-// they do not offer FI_MULTI_RECV, which is not implemented.
+// they do not offer FI_MULTI_RECV, which is not implemented: hints asking
+// for it (a cap, or rx_attr.op_flags) get no RDM entry, and the reason
+// says so.
+//
+// Hints may ask for what C takes, and the entries then carry the hints'
+// values, as C's do: deeper or shallower queues (tx_attr.size up to 1024
+// and rx_attr.size up to 65536 on FI_EP_MSG; 16384 and 65536 on
+// FI_EP_RDM), and default operation flags (tx_attr.op_flags: FI_INJECT,
+// FI_INJECT_COMPLETE, FI_TRANSMIT_COMPLETE, FI_DELIVERY_COMPLETE,
+// FI_COMPLETION, and FI_COMMIT_COMPLETE on FI_EP_MSG only;
+// rx_attr.op_flags: FI_COMPLETION). An endpoint's queues are sized from
+// its Info when it opens (beyond the maxima: fi.EINVAL) and never grow.
+// On an RDM endpoint rx_attr.size bounds the posted receives of each kind
+// (untagged, tagged); tx_attr.size is nominal: sends get fi.EAGAIN once
+// 256 operations wait on one peer's connection or 256 rendezvous sends
+// wait for their read-done, whatever it says. The default flags apply to
+// the calls that take none (Send, Recv, Read, Write...): a completion
+// level as described under Data transfer; FI_COMPLETION reports under
+// FI_SELECTIVE_COMPLETION; FI_INJECT makes every send an inject (its
+// buffer is the application's again when the call returns), so sends are
+// limited to the inject size (fi.EINVAL beyond; C ignores FI_INJECT
+// there). With nil hints gofabric reports no op flags and queues of 256,
+// where C reports its full op flag set and a receive queue of 65536.
 //
 // # Objects
 //
@@ -98,8 +120,10 @@
 // Send, Inject, SendData, InjectData, the V and Msg forms, Recv, RecvV,
 // RecvMsg, and RMA Read, Write, WriteData and InjectWrite(Data), with the
 // flags FI_COMPLETION (under FI_SELECTIVE_COMPLETION), FI_INJECT,
-// FI_REMOTE_CQ_DATA, FI_DELIVERY_COMPLETE and FI_TRANSMIT_COMPLETE (both
-// wait for the peer's ACK, as in C). Completions carry FI_SEND|FI_MSG,
+// FI_REMOTE_CQ_DATA, FI_DELIVERY_COMPLETE, FI_TRANSMIT_COMPLETE and
+// FI_COMMIT_COMPLETE (all three wait for the peer's ACK, which it sends
+// once the message is in the posted receive buffer, as in C; injects never
+// wait for one). Completions carry FI_SEND|FI_MSG,
 // FI_RECV|FI_MSG (with FI_REMOTE_CQ_DATA and the data when sent),
 // FI_RMA|FI_READ, FI_RMA|FI_WRITE, and at the target of a write with data
 // FI_RMA|FI_REMOTE_WRITE|FI_REMOTE_CQ_DATA. A message longer than the
@@ -123,7 +147,8 @@
 // whether or not the application calls in. Data calls never block and do
 // not allocate: an operation goes into a fixed-size queue entry and is
 // written at once as far as the socket takes it (fi.EAGAIN when the
-// queue of 256 is full). Reading a CQ, counter or EQ runs progress on its
+// queue, tx_attr.size or rx_attr.size deep, is full). Reading a CQ,
+// counter or EQ runs progress on its
 // endpoints: non-blocking reads and writes of the socket, which the
 // endpoint owns outside the Go netpoller, so that a busy-polling
 // application pays one system call per look and no thread wakes for an
@@ -214,7 +239,20 @@
 // to 256 pooled 16 KiB buffers (more wait in their socket until a receive
 // is posted), a rendezvous one as its descriptor, until a receive takes
 // it. Completions carry FI_SOURCE addresses (CompletionQueue.ReadFrom)
-// and remote CQ data. Receives are matched in the order they were posted
+// and remote CQ data.
+//
+// FI_DELIVERY_COMPLETE and FI_TRANSMIT_COMPLETE (on the call, or in
+// tx_attr.op_flags) complete a send only once the peer has the message:
+// an eager one carries tcp's delivery-complete flag and completes on the
+// peer's ACK, which comes once the payload is in the matched receive
+// buffer, or in the peer's own buffer when no receive was posted yet
+// (fi_cq(3)); a rendezvous one completes on read-done, after the peer
+// read the data into its buffer, whatever the flags. The receiving side
+// ACKs every message that carries the flag once it has consumed it. C's
+// rxm honours the flag on receipt, so this holds towards C peers; as a
+// sender, C 1.17's rxm carries only FI_TRANSMIT_COMPLETE (every message
+// of its connections asks for an ACK) and completes eager sends with
+// FI_DELIVERY_COMPLETE once written (docs/wire-tcp.md, §3.10). Receives are matched in the order they were posted
 // and messages of one peer in the order they were sent; completions of
 // different messages may come in another order (a rendezvous receive
 // completes when its reads do). RMA goes over the peer's connection as on

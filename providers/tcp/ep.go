@@ -150,6 +150,10 @@ func (d *domain) OpenEndpoint(info *fi.Info) (ep.Endpoint, error) {
 		}
 		req = r
 	}
+	txSize, rxSize, err := queueSizes(info, maxTxSize, maxRxSize, queueSize)
+	if err != nil {
+		return nil, err
+	}
 	if err := d.acquire("open endpoint"); err != nil {
 		return nil, err
 	}
@@ -168,7 +172,7 @@ func (d *domain) OpenEndpoint(info *fi.Info) (ep.Endpoint, error) {
 		e.rxFlags = e.info.RxAttr.OpFlags
 	}
 	e.bind.Init(e.info)
-	e.dp.init()
+	e.dp.init(txSize, rxSize)
 	if req != nil {
 		if err := req.pep.backlog.Take(req); err != nil {
 			d.ref.Release()
@@ -183,6 +187,26 @@ func (d *domain) OpenEndpoint(info *fi.Info) (ep.Endpoint, error) {
 		e.peerName = req.peer
 	}
 	return e, nil
+}
+
+// queueSizes returns the transmit and receive queue depths info asks for
+// (tx_attr.size, rx_attr.size; def for 0), or fi.EINVAL beyond maxTx or
+// maxRx.
+func queueSizes(info *fi.Info, maxTx, maxRx, def int) (tx, rx int, err error) {
+	tx, rx = def, def
+	if info.TxAttr != nil && info.TxAttr.Size != 0 {
+		tx = info.TxAttr.Size
+	}
+	if info.RxAttr != nil && info.RxAttr.Size != 0 {
+		rx = info.RxAttr.Size
+	}
+	switch {
+	case tx < 0 || tx > maxTx:
+		return 0, 0, errors.Wrapf(fi.EINVAL, "tcp: open endpoint: tx size %d (1 to %d)", tx, maxTx)
+	case rx < 0 || rx > maxRx:
+		return 0, 0, errors.Wrapf(fi.EINVAL, "tcp: open endpoint: rx size %d (1 to %d)", rx, maxRx)
+	}
+	return tx, rx, nil
 }
 
 // Info returns the Info the endpoint was opened with.

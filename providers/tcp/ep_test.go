@@ -42,15 +42,28 @@ type pair struct {
 	srvEQ          eq.EventQueue
 }
 
-func loInfo(t testing.TB) *fi.Info {
+func loInfo(t testing.TB) *fi.Info { return loInfoWith(t, nil) }
+
+// loInfoWith is loInfo with hints changed by modify when not nil.
+func loInfoWith(t testing.TB, modify func(*fi.Info)) *fi.Info {
 	t.Helper()
 	h := tcpHints(fi.EPTypeMsg)
+	if modify != nil {
+		modify(h)
+	}
 	infos, err := fi.GetInfo(context.Background(), "127.0.0.1", "0", fi.FlagSource, h)
 	require.NoError(t, err)
 	return infos[0]
 }
 
 func openSide(t testing.TB, s *side, f fi.Fabric, q eq.EventQueue, info *fi.Info) {
+	t.Helper()
+	openSideBind(t, s, f, q, info, 0)
+}
+
+// openSideBind is openSide with the CQ bound with bindFlags besides
+// FI_SEND|FI_RECV (such as FI_SELECTIVE_COMPLETION).
+func openSideBind(t testing.TB, s *side, f fi.Fabric, q eq.EventQueue, info *fi.Info, bindFlags fi.Flags) {
 	t.Helper()
 	var err error
 	s.fabric, s.eq = f, q
@@ -61,14 +74,19 @@ func openSide(t testing.TB, s *side, f fi.Fabric, q eq.EventQueue, info *fi.Info
 	s.ep, err = ep.Open(s.domain, info)
 	require.NoError(t, err)
 	require.NoError(t, s.ep.Bind(q, 0))
-	require.NoError(t, s.ep.Bind(s.cq, fi.FlagSend|fi.FlagRecv))
+	require.NoError(t, s.ep.Bind(s.cq, fi.FlagSend|fi.FlagRecv|bindFlags))
 	require.NoError(t, s.ep.Enable())
 }
 
 // listen opens a fabric, EQ and listening passive endpoint on loopback.
 func listen(t testing.TB) (fi.Fabric, eq.EventQueue, ep.PassiveEndpoint, []byte) {
 	t.Helper()
-	info := loInfo(t)
+	return listenInfo(t, loInfo(t))
+}
+
+// listenInfo is listen from info.
+func listenInfo(t testing.TB, info *fi.Info) (fi.Fabric, eq.EventQueue, ep.PassiveEndpoint, []byte) {
+	t.Helper()
 	f, err := fi.OpenFabric(info)
 	require.NoError(t, err)
 	q, err := eq.OpenEQ(f, nil)
@@ -100,24 +118,29 @@ func waitEvent(t testing.TB, q eq.EventQueue) any {
 
 // connectPair connects a client to a fresh server with private data both
 // ways.
-func connectPair(t testing.TB) *pair {
+func connectPair(t testing.TB) *pair { return connectPairWith(t, nil, 0) }
+
+// connectPairWith is connectPair with both sides' hints changed by modify
+// (when not nil) and their CQs bound with bindFlags besides
+// FI_SEND|FI_RECV.
+func connectPairWith(t testing.TB, modify func(*fi.Info), bindFlags fi.Flags) *pair {
 	t.Helper()
 	p := &pair{}
 	var name []byte
-	p.srvFabric, p.srvEQ, p.pep, name = listen(t)
-	info := loInfo(t)
+	info := loInfoWith(t, modify)
+	p.srvFabric, p.srvEQ, p.pep, name = listenInfo(t, info)
 	cf, err := fi.OpenFabric(info)
 	require.NoError(t, err)
 	cq, err := eq.OpenEQ(cf, nil)
 	require.NoError(t, err)
-	openSide(t, &p.client, cf, cq, info)
+	openSideBind(t, &p.client, cf, cq, info, bindFlags)
 	require.NoError(t, p.client.cm().Connect(name, []byte("hello")))
 
 	ev := waitEvent(t, p.srvEQ)
 	req, ok := ev.(*eq.ConnReq)
 	require.True(t, ok, "got %T %v", ev, ev)
 	require.Equal(t, []byte("hello"), req.Data)
-	openSide(t, &p.server, p.srvFabric, p.srvEQ, req.Info)
+	openSideBind(t, &p.server, p.srvFabric, p.srvEQ, req.Info, bindFlags)
 	require.NoError(t, p.server.cm().Accept([]byte("welcome")))
 	ev = waitEvent(t, p.srvEQ)
 	require.IsType(t, &eq.Connected{}, ev)

@@ -3,7 +3,9 @@
 package tcp
 
 import (
+	"cmp"
 	"context"
+	"fmt"
 	"math"
 
 	"github.com/cockroachdb/errors"
@@ -46,10 +48,25 @@ const (
 	injectSize = 128
 	// iovLimit is the most iovecs one operation takes, also for RMA.
 	iovLimit = 4
-	// queueSize is the transmit and receive queue depth.
+	// queueSize is the default transmit and receive queue depth, what
+	// entries offer unless hints ask for another (C's default).
 	queueSize = 256
+	// maxTxSize and maxRxSize are the deepest queues hints may ask for,
+	// C's: tx_attr.size 1024 and rx_attr.size 65536 in the C provider's
+	// own attributes, of which it reports 256 by default.
+	maxTxSize = 1024
+	maxRxSize = 65536
 	// cqDataSize is the size in bytes of remote CQ data.
 	cqDataSize = 8
+
+	// msgTxOpFlags and msgRxOpFlags are the operation flags hints may
+	// ask for as defaults (tx_attr.op_flags, rx_attr.op_flags), the C
+	// provider's: the completion levels (FI_TRANSMIT_COMPLETE,
+	// FI_DELIVERY_COMPLETE and FI_COMMIT_COMPLETE all wait for the peer's
+	// ACK), FI_INJECT and FI_COMPLETION.
+	msgTxOpFlags = fi.FlagInject | fi.FlagInjectComplete | fi.FlagTransmitComplete | fi.FlagDeliveryComplete |
+		fi.FlagCommitComplete | fi.FlagCompletion
+	msgRxOpFlags = fi.FlagCompletion
 )
 
 // newEntry returns an FI_EP_MSG entry for an address of format f in domain
@@ -101,6 +118,17 @@ const (
 		fi.CapSource | fi.CapDirectedRecv
 	// rdmProvName is how libfabric names the layering.
 	rdmProvName = provName + ";ofi_rxm"
+
+	// rdmMaxTxSize and rdmMaxRxSize are the deepest RDM queues hints may
+	// ask for, rxm's (16384 and 65536; it reports 2048 by default).
+	rdmMaxTxSize = 16384
+	rdmMaxRxSize = 65536
+	// rdmTxOpFlags and rdmRxOpFlags are the default operation flags
+	// rxm takes in hints: tcp's but FI_COMMIT_COMPLETE; FI_MULTI_RECV,
+	// which rxm takes on receives, is not implemented.
+	rdmTxOpFlags = fi.FlagInject | fi.FlagInjectComplete | fi.FlagTransmitComplete | fi.FlagDeliveryComplete |
+		fi.FlagCompletion
+	rdmRxOpFlags = fi.FlagCompletion
 )
 
 // newRDMEntry returns an FI_EP_RDM (tcp;ofi_rxm) entry for an address of
@@ -157,15 +185,44 @@ func (provider) Version() fi.Version { return provVersion }
 // wildcard address gives one entry for no interface in particular; a
 // destination alone keeps the entry of the interface the route to it
 // leaves from.
+//
+// Hints may ask for queues up to the C provider's maxima (tx_attr.size
+// 1024 and rx_attr.size 65536 for FI_EP_MSG, 16384 and 65536 for
+// FI_EP_RDM) and for the default operation flags it takes
+// (tx_attr.op_flags: FI_INJECT, FI_INJECT_COMPLETE,
+// FI_TRANSMIT_COMPLETE, FI_DELIVERY_COMPLETE, FI_COMPLETION, and
+// FI_COMMIT_COMPLETE on FI_EP_MSG; rx_attr.op_flags: FI_COMPLETION); the
+// entries carry the hints' sizes and op flags, the defaults (256 and 2048
+// for FI_EP_RDM, no op flags) when the hints leave them 0, as C's do.
+// FI_MULTI_RECV is declined with its reason: not implemented.
 func (provider) GetInfo(ctx context.Context, node, service string, flags fi.Flags, hints *fi.Info) ([]*fi.Info, error) {
 	p, err := loadParams()
 	if err != nil {
 		return nil, err
 	}
 	o := p.offer()
-	o.Entry = newRDMEntry
-	rdm, rerr := o.GetInfo(ctx, node, service, flags, hints)
-	msg, merr := p.offer().GetInfo(ctx, node, service, flags, hints)
+	o.Entry = offerEntry(newRDMEntry, rdmMaxTxSize, rdmMaxRxSize, rdmTxOpFlags, rdmRxOpFlags)
+	var (
+		rdm  []*fi.Info
+		rerr error
+	)
+	if reason := badSizes(hints); reason != "" {
+		return nil, &fi.NoMatchError{Reasons: []fi.ProviderReason{{Provider: provName, Reason: reason}}}
+	}
+	if reason := multiRecvAsked(hints); reason != "" {
+		rerr = &fi.NoMatchError{Reasons: []fi.ProviderReason{{Provider: provName, Reason: reason}}}
+	} else {
+		rdm, rerr = o.GetInfo(ctx, node, service, flags, hints)
+	}
+	o = p.offer()
+	o.Entry = offerEntry(newEntry, maxTxSize, maxRxSize, msgTxOpFlags, msgRxOpFlags)
+	msg, merr := o.GetInfo(ctx, node, service, flags, hints)
+	for _, in := range rdm {
+		fromHints(in, hints, rdmQueueSize)
+	}
+	for _, in := range msg {
+		fromHints(in, hints, queueSize)
+	}
 	switch {
 	case rerr == nil && merr == nil:
 		return append(rdm, msg...), nil
@@ -182,6 +239,71 @@ func (provider) GetInfo(ctx context.Context, node, service string, flags fi.Flag
 		return nil, merr
 	}
 	return nil, rerr
+}
+
+// offerEntry wraps the entry function entry into the one GetInfo matches
+// hints against: its queue sizes are the maxima and its op flags those
+// hints may ask for, so that the matcher declines only what exceeds them
+// (tx size 1025 not supported (max 1024)). fromHints then gives the
+// results the sizes and op flags they report.
+func offerEntry(entry func(fi.AddrFormat, string, string, bool) *fi.Info, maxTx, maxRx int, txFlags, rxFlags fi.Flags) func(fi.AddrFormat, string, string, bool) *fi.Info {
+	return func(f fi.AddrFormat, domain, fabric string, localOnly bool) *fi.Info {
+		in := entry(f, domain, fabric, localOnly)
+		in.TxAttr.Size, in.RxAttr.Size = maxTx, maxRx
+		in.TxAttr.OpFlags, in.RxAttr.OpFlags = txFlags, rxFlags
+		return in
+	}
+}
+
+// fromHints sets the queue sizes and op flags of a result as C's
+// ofi_alter_info does: the hints' sizes, def when they give none; the
+// hints' op flags, none without them. (C keeps its entries' full op
+// flags, and a receive queue of 65536, for NULL hints; gofabric reports
+// none and the default, so that an endpoint opened from such an Info is
+// neither all FI_INJECT nor 65536 receives deep.)
+func fromHints(in, hints *fi.Info, def int) {
+	var tx fi.TxAttr
+	var rx fi.RxAttr
+	if hints != nil && hints.TxAttr != nil {
+		tx = *hints.TxAttr
+	}
+	if hints != nil && hints.RxAttr != nil {
+		rx = *hints.RxAttr
+	}
+	in.TxAttr.Size, in.RxAttr.Size = cmp.Or(tx.Size, def), cmp.Or(rx.Size, def)
+	in.TxAttr.OpFlags, in.RxAttr.OpFlags = tx.OpFlags, rx.OpFlags
+}
+
+// badSizes returns why hints' queue sizes cannot be met when one is
+// negative (size_t in C), or "".
+func badSizes(hints *fi.Info) string {
+	switch {
+	case hints == nil:
+	case hints.TxAttr != nil && hints.TxAttr.Size < 0:
+		return fmt.Sprintf("tx size %d not supported", hints.TxAttr.Size)
+	case hints.RxAttr != nil && hints.RxAttr.Size < 0:
+		return fmt.Sprintf("rx size %d not supported", hints.RxAttr.Size)
+	}
+	return ""
+}
+
+// multiRecvAsked returns why hints asking for FI_MULTI_RECV (a cap or a
+// receive op flag) get no RDM entry, or "".
+func multiRecvAsked(hints *fi.Info) string {
+	if hints == nil {
+		return ""
+	}
+	asked := hints.Caps&fi.CapMultiRecv != 0
+	if hints.RxAttr != nil {
+		asked = asked || hints.RxAttr.Caps&fi.CapMultiRecv != 0 || hints.RxAttr.OpFlags&fi.FlagMultiRecv != 0
+	}
+	if hints.EPAttr != nil && hints.EPAttr.Type != fi.EPTypeUnspec && hints.EPAttr.Type != fi.EPTypeRDM {
+		return ""
+	}
+	if !asked {
+		return ""
+	}
+	return "FI_MULTI_RECV (multi-receive buffers) is not implemented by gofabric's " + rdmProvName + " (C's rxm offers it)"
 }
 
 // offer is the provider's interface-based GetInfo with its parameters.

@@ -46,6 +46,7 @@ const (
 	tagRndv       = 0x7021
 	tagPeers      = 0x6000
 	tagNoMatch    = 0x999
+	tagDC         = 0x7d00
 
 	// rdmProvName is the provider name libfabric reports for -p tcp -e rdm.
 	rdmProvName = "tcp;ofi_rxm"
@@ -71,10 +72,19 @@ var taggedRecvs = []struct {
 
 // rdmScenario is one of cpeer_rdm's scenarios, seen from the Go side.
 type rdmScenario struct {
-	name   string
-	body   []rdmMsg
-	source bool // the endpoints have FI_SOURCE
+	name    string
+	body    []rdmMsg
+	source  bool     // the endpoints have FI_SOURCE
+	opFlags fi.Flags // the endpoints' tx_attr.op_flags (delivery, transmit)
 }
+
+// dc reports whether the scenario is delivery or transmit, whose sends
+// are checked while the receiver makes no progress.
+func (sc rdmScenario) dc() bool { return sc.opFlags != 0 }
+
+// dcBody is the body of delivery and transmit: eager, raw tagged and
+// rendezvous messages.
+var dcBody = []rdmMsg{{64, 0, false}, {1000, tagDC, true}, {rdmRndvLen, 0, true}, {rdmRndvLen, tagDC + 1, false}}
 
 var rdmScenarios = []rdmScenario{
 	{name: "source", source: true, body: []rdmMsg{{64, 0, false}, {64, tagSource, false}}},
@@ -82,6 +92,8 @@ var rdmScenarios = []rdmScenario{
 	{name: "rndv-cqdata", body: []rdmMsg{{rdmRndvLen, 0, true}, {rdmRndvLen, tagRndv, true}}},
 	{name: "tagged", body: taggedMsgs},
 	{name: "peers", source: true},
+	{name: "delivery", body: dcBody, opFlags: fi.FlagDeliveryComplete},
+	{name: "transmit", body: dcBody, opFlags: fi.FlagTransmitComplete},
 }
 
 // fillSeed is cpeer_rdm's payload: byte i is seed + i*13.
@@ -168,7 +180,8 @@ type rdmPeer struct {
 	directed   bool
 	peers      []fi.Addr // server: by client id; client: [0] is the server
 	rxs        []*rdmRx
-	txCtx      int // the context of sends
+	txCtx      int    // the context of sends
+	c          *cPeer // the C peer of delivery and transmit
 }
 
 // rdmHints are cpeer_rdm's fi_getinfo hints.
@@ -181,6 +194,7 @@ func rdmHints(sc rdmScenario, directed bool) *fi.Info {
 	if directed {
 		h.Caps |= fi.CapDirectedRecv
 	}
+	h.TxAttr.OpFlags = sc.opFlags
 	return h
 }
 
@@ -204,6 +218,7 @@ func openRDMPeer(tb testing.TB, sc rdmScenario, server bool, id int) *rdmPeer {
 	p.info = infos[0]
 	require.Equal(tb, rdmProvName, p.info.FabricAttr.ProvName)
 	p.directed = p.info.Caps&fi.CapDirectedRecv != 0
+	require.Equal(tb, sc.opFlags, p.info.TxAttr.OpFlags)
 	p.fabric, err = fi.OpenFabric(p.info)
 	require.NoError(tb, err)
 	p.domain, err = p.fabric.OpenDomain(p.info)
@@ -450,7 +465,56 @@ func (p *rdmPeer) postBodyRecvs(from fi.Addr) {
 				p.postTRecv(rdmSmallBuf, i, fi.AddrUnspec, tagPeers, 0xfff)
 			}
 		}
+	case "delivery", "transmit":
+		p.postRecv(rdmSmallBuf, 0)
+		p.postTRecv(rdmSmallBuf, 1, fi.AddrUnspec, tagDC, 0)
+		p.postRecv(rdmRndvBuf, 2)
+		p.postTRecv(rdmRndvBuf, 3, fi.AddrUnspec, tagDC+1, 0)
 	}
+}
+
+// dcSendAll sends the body of delivery and transmit (the endpoint's
+// default flags make every send FI_DELIVERY_COMPLETE or
+// FI_TRANSMIT_COMPLETE) to the C peer, which makes no progress until it
+// reads "post": no send may complete before, not even the eager ones,
+// which are out of this side's hands at once; then all complete.
+func (p *rdmPeer) dcSendAll() {
+	p.c.waitLine(p.tb, "dc_gate")
+	bufs := make([][]byte, len(p.sc.body))
+	for k, m := range p.sc.body {
+		bufs[k] = seeded(m.len, p.seed(k, true))
+		what := fmt.Sprintf("send %d", k)
+		p.send(what, func() error {
+			switch {
+			case m.tag != 0 && m.data:
+				return p.tagged.TSendData(bufs[k], nil, p.data(k, true), p.peers[0], m.tag, &p.txCtx)
+			case m.tag != 0:
+				return p.tagged.TSend(bufs[k], nil, p.peers[0], m.tag, &p.txCtx)
+			case m.data:
+				return p.msg.SendData(bufs[k], nil, p.data(k, true), p.peers[0], &p.txCtx)
+			}
+			return p.msg.Send(bufs[k], nil, p.peers[0], &p.txCtx)
+		})
+	}
+	var c [1]eq.Completion
+	for end := time.Now().Add(dcWindow); time.Now().Before(end); time.Sleep(time.Millisecond) {
+		n, err := p.txcq.Read(c[:])
+		require.Zero(p.tb, n, "a %v send completed while the peer made no progress", p.sc.opFlags)
+		require.ErrorIs(p.tb, err, fi.EAGAIN)
+	}
+	p.c.writeLine(p.tb, "post")
+	for range p.sc.body {
+		got, _ := p.waitComp(p.txcq, "delivery-complete send")
+		require.Contains(p.tb, []fi.Flags{fi.FlagMsg | fi.FlagSend, fi.FlagTagged | fi.FlagSend}, got.Flags)
+	}
+}
+
+// dcRecvAll lets the C peer send its body while this side makes no
+// progress (the peer counts what completes meanwhile), then receives it.
+func (p *rdmPeer) dcRecvAll() {
+	p.c.writeLine(p.tb, "send")
+	p.c.waitLine(p.tb, "dc_pending")
+	p.bodyRecvAll()
 }
 
 // bodySendAll sends this side's body messages to peers[0].
@@ -571,9 +635,13 @@ func (p *rdmPeer) serve(clients int, started func(nameHex string)) {
 	for _, a := range p.peers {
 		p.sendWait([]byte("ready"), a, "send ready")
 	}
-	if p.sc.name == "peers" {
+	switch {
+	case p.sc.name == "peers":
 		p.peersRecv()
-	} else {
+	case p.sc.dc():
+		p.dcRecvAll()
+		p.dcSendAll()
+	default:
 		p.bodyRecvAll()
 		p.bodySendAll()
 	}
@@ -624,6 +692,7 @@ func rdmGoServer(t *testing.T, bin string, sc rdmScenario) {
 		for id := range rdmClients(sc) {
 			cs = append(cs, startCPeer(t, bin, "client", name, sc.name, strconv.Itoa(id)))
 		}
+		p.c = cs[0]
 	})
 	for _, c := range cs {
 		kv := c.result(t)
@@ -645,11 +714,20 @@ func rdmGoClient(t *testing.T, bin string, sc rdmScenario) {
 	for _, p := range ps {
 		p.waitReady()
 	}
-	for _, p := range ps {
-		p.bodySendAll()
+	if sc.dc() {
+		ps[0].c = c
+		ps[0].dcSendAll()
+		ps[0].dcRecvAll()
 	}
 	for _, p := range ps {
-		p.bodyRecvAll()
+		if !sc.dc() {
+			p.bodySendAll()
+		}
+	}
+	for _, p := range ps {
+		if !sc.dc() {
+			p.bodyRecvAll()
+		}
 	}
 	for _, p := range ps {
 		p.bye()
@@ -687,6 +765,18 @@ func checkCRDM(t *testing.T, sc rdmScenario, kv map[string]string, p *rdmPeer, c
 		}
 	}
 	switch sc.name {
+	case "delivery", "transmit":
+		require.Equal(t, "1", kv["dc_gate"])
+		require.Equal(t, "1", kv["dc_pending"])
+		if sc.name == "transmit" {
+			// C's tcp flags every message for an ACK: nothing completes
+			// while the Go side makes no progress.
+			require.Equal(t, "0", kv["dc_early"], "C sends that completed before the Go side made progress")
+		} else {
+			// C 1.17's rxm does not carry FI_DELIVERY_COMPLETE: its
+			// eager sends complete once written (docs/wire-tcp.md).
+			t.Logf("C sender with FI_DELIVERY_COMPLETE: %s of %d sends completed before the Go receiver made progress", kv["dc_early"], len(sc.body))
+		}
 	case "source":
 		if cServer {
 			require.Equal(t, "1", kv["hello_src_notavail"])

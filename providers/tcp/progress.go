@@ -19,7 +19,6 @@ const (
 	// respSlots are the transmit entries kept for the receive side's
 	// answers (ACKs and read responses) beyond the application's queue.
 	respSlots = 64
-	txPool    = queueSize + respSlots
 	// rbufSize is the receive staging buffer: small messages arrive many
 	// to a read; a payload larger than directRead still missing when the
 	// buffer is drained is read straight into its destination.
@@ -101,22 +100,39 @@ type rxEntry struct {
 	iov    [iovLimit][]byte
 }
 
-// idxRing is a FIFO of transmit entry indices.
+// idxRing is a FIFO of transmit entry indices, of a power-of-two
+// capacity at least the transmit pool's, allocated when the endpoint
+// opens.
 type idxRing struct {
-	buf        [txPool]int16
+	buf        []int16
+	mask       int
 	head, size int
 }
 
+func (r *idxRing) init(n int) {
+	r.buf = make([]int16, pow2(n))
+	r.mask = len(r.buf) - 1
+}
+
 func (r *idxRing) push(i int) {
-	r.buf[(r.head+r.size)%txPool] = int16(i)
+	r.buf[(r.head+r.size)&r.mask] = int16(i)
 	r.size++
 }
-func (r *idxRing) at(k int) int { return int(r.buf[(r.head+k)%txPool]) }
+func (r *idxRing) at(k int) int { return int(r.buf[(r.head+k)&r.mask]) }
 func (r *idxRing) pop() int {
 	i := int(r.buf[r.head])
-	r.head = (r.head + 1) % txPool
+	r.head = (r.head + 1) & r.mask
 	r.size--
 	return i
+}
+
+// pow2 returns the least power of two that is at least n (and 1).
+func pow2(n int) int {
+	p := 1
+	for p < n {
+		p <<= 1
+	}
+	return p
 }
 
 // rxState is where the receive side is in the stream.
@@ -146,16 +162,23 @@ type dataPath struct {
 	codec dataCodec
 	iov   iovec
 
-	pool   [txPool]txEntry
-	free   [txPool]int16
+	// The queues are sized when the endpoint opens (tx_attr.size,
+	// rx_attr.size) and never grow: pool holds txSize application
+	// operations and respSlots answers.
+	pool   []txEntry
+	free   []int16
 	nfree  int
+	txSize int     // application operations the queue takes
 	sendQ  idxRing // to write, in order
 	ackQ   idxRing // written, waiting for the peer's ACK
 	readQ  idxRing // read requests written, waiting for the response
 	txOff  int     // bytes of sendQ's head already written
 	appOps int     // application operations not yet completed
 
-	recvs               [queueSize]rxEntry
+	// recvs is a ring of a power-of-two length (rxMask+1) holding at
+	// most rxSize posted receives.
+	recvs               []rxEntry
+	rxMask, rxSize      int
 	recvHead, recvCount int
 
 	rbuf         []byte
@@ -201,13 +224,25 @@ type dataPath struct {
 	stallSince         int64
 }
 
-func (d *dataPath) init() {
+// init sizes the queues for txSize application operations and rxSize
+// posted receives (at most maxTxSize and maxRxSize).
+func (d *dataPath) init(txSize, rxSize int) {
 	d.fd = -1
 	d.ackSlot = -1
-	d.nfree = txPool
+	n := txSize + respSlots
+	d.txSize = txSize
+	d.pool = make([]txEntry, n)
+	d.free = make([]int16, n)
+	d.nfree = n
 	for i := range d.free {
-		d.free[i] = int16(txPool - 1 - i)
+		d.free[i] = int16(n - 1 - i)
 	}
+	d.sendQ.init(n)
+	d.ackQ.init(n)
+	d.readQ.init(n)
+	d.rxSize = rxSize
+	d.recvs = make([]rxEntry, pow2(rxSize))
+	d.rxMask = len(d.recvs) - 1
 }
 
 func (d *dataPath) attach(fd int, codec dataCodec) {
@@ -623,7 +658,7 @@ func (d *dataPath) dispatch(e *endpoint) (bool, error) {
 		}
 		d.cur = d.recvs[d.recvHead]
 		d.recvs[d.recvHead] = rxEntry{}
-		d.recvHead = (d.recvHead + 1) % queueSize
+		d.recvHead = (d.recvHead + 1) & d.rxMask
 		d.recvCount--
 		d.kind = rkMsg
 		d.setDst(d.cur.iov[:d.cur.niov], int(min(payload, uint64(d.cur.size))))
@@ -755,10 +790,10 @@ func (d *dataPath) finish(e *endpoint) {
 // postRecv queues a receive; if the stream waited for one, it goes on at
 // once. It returns bare fi.EAGAIN when the receive queue is full.
 func (d *dataPath) postRecv(e *endpoint, r *rxEntry) error {
-	if d.recvCount == queueSize {
+	if d.recvCount == d.rxSize {
 		return fi.EAGAIN
 	}
-	d.recvs[(d.recvHead+d.recvCount)%queueSize] = *r
+	d.recvs[(d.recvHead+d.recvCount)&d.rxMask] = *r
 	d.recvCount++
 	if d.rstate == rsDispatch && d.fd >= 0 {
 		if a := e.auto.Load(); a != nil {
@@ -782,16 +817,16 @@ func (d *dataPath) postRecv(e *endpoint, r *rxEntry) error {
 // with fi.ECANCELED.
 func (d *dataPath) cancelRecv(e *endpoint, ctx any) bool {
 	for k := range d.recvCount {
-		i := (d.recvHead + k) % queueSize
+		i := (d.recvHead + k) & d.rxMask
 		if !provutil.SameContext(d.recvs[i].ctx, ctx) {
 			continue
 		}
 		r := d.recvs[i]
 		for j := k; j < d.recvCount-1; j++ {
-			d.recvs[(d.recvHead+j)%queueSize] = d.recvs[(d.recvHead+j+1)%queueSize]
+			d.recvs[(d.recvHead+j)&d.rxMask] = d.recvs[(d.recvHead+j+1)&d.rxMask]
 		}
 		d.recvCount--
-		d.recvs[(d.recvHead+d.recvCount)%queueSize] = rxEntry{}
+		d.recvs[(d.recvHead+d.recvCount)&d.rxMask] = rxEntry{}
 		d.recvFailed(e, &r, fi.ECANCELED)
 		return true
 	}
@@ -926,7 +961,7 @@ func (d *dataPath) flushAll(e *endpoint, code fi.Errno) {
 	for d.recvCount > 0 {
 		r := d.recvs[d.recvHead]
 		d.recvs[d.recvHead] = rxEntry{}
-		d.recvHead = (d.recvHead + 1) % queueSize
+		d.recvHead = (d.recvHead + 1) & d.rxMask
 		d.recvCount--
 		d.recvFailed(e, &r, code)
 	}

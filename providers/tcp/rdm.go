@@ -32,6 +32,7 @@ type rdmEndpoint struct {
 	txFlags, rxFlags fi.Flags
 	enabled, closed  atomic.Bool
 	pid              uint32
+	rxSize           int // posted receives of each kind (rx_attr.size)
 
 	// Fixed at Enable.
 	av *provutil.AV
@@ -99,10 +100,14 @@ var (
 // listener binds info's source address at once, so Name answers before
 // Enable.
 func (d *domain) openRDM(info *fi.Info) (*rdmEndpoint, error) {
+	_, rxSize, err := queueSizes(info, rdmMaxTxSize, rdmMaxRxSize, rdmQueueSize)
+	if err != nil {
+		return nil, err
+	}
 	if err := d.acquire("open endpoint"); err != nil {
 		return nil, err
 	}
-	r := &rdmEndpoint{domain: d, info: info.Clone(), pid: uint32(os.Getpid()),
+	r := &rdmEndpoint{domain: d, info: info.Clone(), pid: uint32(os.Getpid()), rxSize: rxSize,
 		peers: make(map[netip.AddrPort]*rdmPeer), conns: make(map[*endpoint]struct{})}
 	if r.info.Caps == 0 {
 		r.info.Caps = rdmCaps
@@ -119,6 +124,10 @@ func (d *domain) openRDM(info *fi.Info) (*rdmEndpoint, error) {
 	r.msgInfo.DestAddr = nil
 	r.msgInfo.EPAttr = &fi.EPAttr{Type: fi.EPTypeMsg}
 	r.msgInfo.Caps = infoCaps
+	// The connections' own queues: the default transmit depth per peer,
+	// and one receive (the RDM endpoint matches receives itself).
+	r.msgInfo.TxAttr = &fi.TxAttr{Size: queueSize}
+	r.msgInfo.RxAttr = &fi.RxAttr{Size: 1}
 	r.msgInfo.AddrFormat = r.info.AddrFormat
 	r.bind.Init(r.info)
 	r.rndvFree = make([]uint16, queueSize)

@@ -40,9 +40,17 @@ func openRDMSide(t testing.TB) *rdmSide { return openRDMSideAt(t, nil) }
 
 // openRDMSideAt is openRDMSide with the endpoint bound to name (SetName
 // before Enable) when name is not nil.
-func openRDMSideAt(t testing.TB, name []byte) *rdmSide {
+func openRDMSideAt(t testing.TB, name []byte) *rdmSide { return openRDMSideWith(t, name, nil, 0) }
+
+// openRDMSideWith is openRDMSideAt with hints changed by modify (when not
+// nil) and the CQ bound with bindFlags besides FI_SEND|FI_RECV (such as
+// FI_SELECTIVE_COMPLETION).
+func openRDMSideWith(t testing.TB, name []byte, modify func(*fi.Info), bindFlags fi.Flags) *rdmSide {
 	hints := &fi.Info{EPAttr: &fi.EPAttr{Type: fi.EPTypeRDM}, Caps: fi.CapMsg | fi.CapTagged | fi.CapSource | fi.CapDirectedRecv,
 		FabricAttr: &fi.FabricAttr{ProvName: "tcp"}}
+	if modify != nil {
+		modify(hints)
+	}
 	infos, err := fi.GetInfo(context.Background(), "127.0.0.1", "0", fi.FlagSource, hints)
 	require.NoError(t, err)
 	info := infos[0]
@@ -59,7 +67,7 @@ func openRDMSideAt(t testing.TB, name []byte) *rdmSide {
 	if name != nil {
 		require.NoError(t, e.(ep.Namer).SetName(name))
 	}
-	require.NoError(t, e.Bind(cq, fi.FlagSend|fi.FlagRecv))
+	require.NoError(t, e.Bind(cq, fi.FlagSend|fi.FlagRecv|bindFlags))
 	require.NoError(t, e.Bind(av, 0))
 	require.NoError(t, e.Enable())
 	t.Cleanup(func() { e.Close(); av.Close(); cq.Close(); dom.Close(); fab.Close() })

@@ -25,7 +25,8 @@ const (
 	// rdmInjectSize is rxm's inject size over tcp: 128 - the 64-byte rxm
 	// header.
 	rdmInjectSize = 64
-	// rdmQueueSize is the transmit and receive depth of RDM entries, C's.
+	// rdmQueueSize is the default transmit and receive depth of RDM
+	// entries, C's; hints may ask for up to rdmMaxTxSize and rdmMaxRxSize.
 	rdmQueueSize = 2048
 	// unexpMax is how many unexpected eager messages are kept before the
 	// connections whose next message finds no receive wait for one (TCP
@@ -856,7 +857,7 @@ func (r *rdmEndpoint) recv(iov [][]byte, src fi.Addr, ctx any, tagged bool, tag,
 		if tagged {
 			l = &r.mt.trecvs
 		}
-		if len(*l) >= rdmQueueSize {
+		if len(*l) >= r.rxSize {
 			r.mu.Unlock()
 			return fi.EAGAIN
 		}

@@ -8,7 +8,8 @@
  *       sockaddr_in, in hex) and a newline to name-file
  *   cpeer_rdm client <server-name-hex> <scenario> [id]
  *
- * Scenarios: source cqdata rndv-cqdata tagged peers. Results go to stdout as
+ * Scenarios: source cqdata rndv-cqdata tagged peers delivery transmit.
+ * Results go to stdout as
  * "key=value" lines (numbers in hex with 0x, byte strings in hex); any
  * failure prints a message on stderr and exits with status 1. Every wait is
  * bounded by TIMEOUT_MS.
@@ -53,18 +54,36 @@
  *                id * 16 + n. The server prints peer<id>_count and
  *                peer<id>_src_match (every source was that client's AV entry,
  *                in order).
+ *   delivery,    the endpoints have FI_DELIVERY_COMPLETE (delivery) or
+ *   transmit:    FI_TRANSMIT_COMPLETE (transmit) in tx_attr.op_flags, so
+ *                every send uses it: fi_send of 64 bytes (k 0),
+ *                fi_tsenddata of 1000 bytes with tag TAG_DC (k 1),
+ *                fi_senddata of RNDV_LEN bytes (k 2), fi_tsend of RNDV_LEN
+ *                bytes with tag TAG_DC + 1 (k 3): eager, raw tagged and
+ *                rendezvous. The test driving the peer synchronizes the
+ *                two sides through stdin so that a side's sends are
+ *                checked while the other makes no progress:
+ *                as receiver, the peer prints dc_gate=1 before its
+ *                receives and then makes no progress until stdin gives it
+ *                a line "post";
+ *                as sender, it waits (making progress) for a line "send",
+ *                posts all four sends at once, counts the completions
+ *                that come within DC_WINDOW_MS (dc_early=<n>), prints
+ *                dc_pending=1, then waits for the rest.
  */
 #define _POSIX_C_SOURCE 200809L
 
 #include <arpa/inet.h>
 #include <inttypes.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <rdma/fabric.h>
 #include <rdma/fi_cm.h>
@@ -93,6 +112,8 @@
 #define TAG_RNDV 0x7021ULL
 #define TAG_PEERS 0x6000ULL
 #define TAG_NOMATCH 0x999ULL
+#define TAG_DC 0x7d00ULL
+#define DC_WINDOW_MS 200
 
 /* The tagged scenario's messages, in the sender's order. */
 static const struct {
@@ -116,6 +137,7 @@ static struct fid_av *av;
 static struct fid_ep *ep;
 static struct fid_cq *txcq, *rxcq;
 static int server, source, directed;
+static uint64_t tx_op_flags; /* hints' tx_attr.op_flags */
 static const char *scenario;
 static int my_id;
 static fi_addr_t peer_addr[PEERS]; /* server: by id; client: [0] = server */
@@ -398,16 +420,20 @@ static const struct msgspec cqdata_body[] = {{64, 0, 1},
 					     {1000, TAG_CQDATA + 3, 1}};
 static const struct msgspec rndv_body[] = {{RNDV_LEN, 0, 1},
 					   {RNDV_LEN, TAG_RNDV, 1}};
+static const struct msgspec dc_body[] = {{64, 0, 0},
+					 {1000, TAG_DC, 1},
+					 {RNDV_LEN, 0, 1},
+					 {RNDV_LEN, TAG_DC + 1, 0}};
 static struct msgspec tagged_body[sizeof(tagged_msgs) / sizeof(tagged_msgs[0])];
 
-/* body_send sends body message k to to. */
-static void body_send(int k, fi_addr_t to)
+/*
+ * body_post posts the send of body message k to to and returns its buffer,
+ * which stays in use until the send completes.
+ */
+static uint8_t *body_post(int k, fi_addr_t to)
 {
 	const struct msgspec *m = &body[k];
-	struct fi_cq_tagged_entry e;
-	fi_addr_t src;
 	uint8_t *buf = malloc(m->len);
-	uint64_t want = (m->tag ? FI_TAGGED : FI_MSG) | FI_SEND;
 
 	if (!buf)
 		die("out of memory");
@@ -422,11 +448,109 @@ static void body_send(int k, fi_addr_t to)
 				  &txctx));
 	else
 		SEND(fi_send(ep, buf, m->len, NULL, to, &txctx));
+	return buf;
+}
+
+/* body_sent checks the completion e of a body send. */
+static void body_sent(const struct fi_cq_tagged_entry *e)
+{
+	if (e->flags != (FI_TAGGED | FI_SEND) && e->flags != (FI_MSG | FI_SEND))
+		die("body send: flags 0x%" PRIx64, (uint64_t)e->flags);
+}
+
+/* body_send sends body message k to to and waits for its completion. */
+static void body_send(int k, fi_addr_t to)
+{
+	struct fi_cq_tagged_entry e;
+	fi_addr_t src;
+	uint64_t want = (body[k].tag ? FI_TAGGED : FI_MSG) | FI_SEND;
+	uint8_t *buf = body_post(k, to);
+
 	wait_cq(txcq, &e, &src, "body send");
 	if (e.flags != want)
 		die("send %d: flags 0x%" PRIx64 ", want 0x%" PRIx64, k,
 		    (uint64_t)e.flags, want);
 	free(buf);
+}
+
+/* dc_scenario reports whether the scenario is delivery or transmit. */
+static int dc_scenario(void)
+{
+	return tx_op_flags != 0;
+}
+
+/* read_line reads a line from stdin, which must be want; with progress it
+ * drives the endpoint's progress while it waits, else it makes none. */
+static void read_line(const char *want, int progress)
+{
+	char line[64];
+	size_t n = 0;
+	long long end = now_ms() + 4 * TIMEOUT_MS;
+
+	for (;;) {
+		struct pollfd pfd = {.fd = 0, .events = POLLIN};
+		int r = poll(&pfd, 1, progress ? 0 : 100);
+
+		if (r < 0)
+			die("poll stdin failed");
+		if (r > 0) {
+			char c;
+			ssize_t got = read(0, &c, 1);
+
+			if (got != 1)
+				die("stdin closed before \"%s\"", want);
+			if (c == '\n')
+				break;
+			if (n + 1 < sizeof(line))
+				line[n++] = c;
+			continue;
+		}
+		if (now_ms() > end)
+			die("no \"%s\" on stdin in %d ms", want, 4 * TIMEOUT_MS);
+		if (progress)
+			progress_tx();
+	}
+	line[n] = 0;
+	if (strcmp(line, want) != 0)
+		die("stdin: \"%s\", want \"%s\"", line, want);
+}
+
+/*
+ * dc_send_all sends the body of delivery and transmit at once, once the
+ * test says "send", and counts the completions that come while the peer
+ * makes no progress (dc_early), then waits for the others.
+ */
+static void dc_send_all(void)
+{
+	uint8_t *bufs[sizeof(dc_body) / sizeof(dc_body[0])];
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry err;
+	fi_addr_t src;
+	long long end;
+	int done = 0;
+
+	read_line("send", 1);
+	for (int k = 0; k < nbody; k++)
+		bufs[k] = body_post(k, peer_addr[0]);
+	for (end = now_ms() + DC_WINDOW_MS; now_ms() < end;) {
+		int r = cq_poll(txcq, &e, &src, &err);
+
+		if (r < 0)
+			die("body send: error completion %d", err.err);
+		if (r > 0) {
+			body_sent(&e);
+			done++;
+		}
+		pause_briefly();
+	}
+	printf("dc_early=%d\n", done);
+	printf("dc_pending=1\n");
+	for (; done < nbody; done++) {
+		wait_cq(txcq, &e, &src, "body send");
+		body_sent(&e);
+	}
+	for (int k = 0; k < nbody; k++)
+		free(bufs[k]);
 }
 
 /*
@@ -474,6 +598,7 @@ static struct fi_info *make_hints(void)
 	if (strcmp(scenario, "tagged") == 0)
 		h->caps |= FI_DIRECTED_RECV;
 	h->ep_attr->type = FI_EP_RDM;
+	h->tx_attr->op_flags = tx_op_flags;
 	h->domain_attr->mr_mode = 0;
 	h->fabric_attr->prov_name = strdup("tcp");
 	if (!h->fabric_attr->prov_name)
@@ -606,6 +731,11 @@ static void post_body_recvs(fi_addr_t from)
 		for (int i = 0; i < PEERS * PEER_MSGS; i++)
 			post_trecv(SMALL_BUF, i, FI_ADDR_UNSPEC, TAG_PEERS,
 				   0xfff);
+	} else if (dc_scenario()) {
+		post_recv(SMALL_BUF, 0);
+		post_trecv(SMALL_BUF, 1, FI_ADDR_UNSPEC, TAG_DC, 0);
+		post_recv(RNDV_BUF, 2);
+		post_trecv(RNDV_BUF, 3, FI_ADDR_UNSPEC, TAG_DC + 1, 0);
 	}
 }
 
@@ -622,6 +752,10 @@ static void body_send_all(void)
 {
 	fi_addr_t to = peer_addr[0];
 
+	if (dc_scenario()) {
+		dc_send_all();
+		return;
+	}
 	for (int k = 0; k < nbody; k++)
 		body_send(k, to);
 	if (strcmp(scenario, "peers") != 0)
@@ -684,6 +818,10 @@ static void body_recv_all(void)
 
 	if (strcmp(scenario, "tagged") == 0)
 		printf("directed=%d\n", directed);
+	if (dc_scenario()) {
+		printf("dc_gate=1\n");
+		read_line("post", 0);
+	}
 	for (int n = 0; n < nbody; n++) {
 		int k = body_recv(&src);
 
@@ -831,7 +969,8 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: cpeer_rdm server <name-file> <scenario>\n"
 		"       cpeer_rdm client <server-name-hex> <scenario> [id]\n"
-		"scenarios: source cqdata rndv-cqdata tagged peers\n");
+		"scenarios: source cqdata rndv-cqdata tagged peers delivery "
+		"transmit\n");
 	exit(2);
 }
 
@@ -870,6 +1009,12 @@ int main(int argc, char **argv)
 		nbody = sizeof(tagged_body) / sizeof(tagged_body[0]);
 	} else if (strcmp(scenario, "peers") == 0) {
 		source = 1;
+	} else if (strcmp(scenario, "delivery") == 0 ||
+		   strcmp(scenario, "transmit") == 0) {
+		tx_op_flags = scenario[0] == 'd' ? FI_DELIVERY_COMPLETE :
+						   FI_TRANSMIT_COMPLETE;
+		body = dc_body;
+		nbody = sizeof(dc_body) / sizeof(dc_body[0]);
 	} else {
 		usage();
 	}
