@@ -18,7 +18,10 @@ const (
 
 // CounterAttr mirrors struct fi_cntr_attr.
 type CounterAttr struct {
-	Events  CounterEvents
+	Events CounterEvents
+	// WaitObj is the wait object: fi.WaitNone for Wait only,
+	// fi.WaitFD for a descriptor to poll as well (FDWaiter), made at
+	// open; fi.WaitUnspec makes it at the first WaitFD or TryWait.
 	WaitObj fi.WaitObj
 	Flags   fi.Flags
 }

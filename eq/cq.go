@@ -45,9 +45,12 @@ const (
 type CQAttr struct {
 	// Size is the queue's capacity in entries; zero lets the provider
 	// choose.
-	Size            int
-	Flags           fi.Flags
-	Format          CQFormat
+	Size   int
+	Flags  fi.Flags
+	Format CQFormat
+	// WaitObj is the wait object: fi.WaitNone for SRead only,
+	// fi.WaitFD for a descriptor to poll as well (FDWaiter), made at
+	// open; fi.WaitUnspec makes it at the first WaitFD or TryWait.
 	WaitObj         fi.WaitObj
 	SignalingVector int
 	WaitCond        WaitCond

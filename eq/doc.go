@@ -16,6 +16,15 @@
 // deadline, errors.Is(err, context.Canceled) and errors.Is(err,
 // fi.ECANCELED) after a cancel.
 //
+// # Waiting on a file descriptor
+//
+// An application that waits for fabric work beside other descriptors of
+// its own (sockets, pipes, timers) in one poll(2), select(2) or epoll(7)
+// opens its queues and counters with WaitObj fi.WaitFD (FI_WAIT_FD), gets
+// each one's descriptor with WaitFD (fi_control's FI_GETWAIT) and calls
+// TryWait (fi_trywait) before every wait: it blocks only when TryWait
+// returns nil, and reads the queues after every wakeup. See FDWaiter.
+//
 // # Closing
 //
 // A queue or counter that endpoints are bound to cannot close: Close

@@ -14,7 +14,9 @@ type Attr struct {
 	Size int
 	// Flags: fi.FlagWrite (FI_WRITE) allows EventQueue.Write.
 	Flags fi.Flags
-	// WaitObj is the wait object; WaitUnspec and WaitNone are accepted.
+	// WaitObj is the wait object: fi.WaitNone for SRead only,
+	// fi.WaitFD for a descriptor to poll as well (FDWaiter), made at
+	// open; fi.WaitUnspec makes it at the first WaitFD or TryWait.
 	WaitObj         fi.WaitObj
 	SignalingVector int
 }

@@ -107,6 +107,9 @@ type epOpts struct {
 	selective bool
 	// counters opens and binds a send and a receive counter.
 	counters bool
+	// wait is the wait object of the CQ and the counters (fi.WaitNone
+	// when zero).
+	wait fi.WaitObj
 }
 
 // peer is one side of a connection: an active endpoint with its domain,
@@ -151,7 +154,7 @@ func (s *suite) openPeer(t testing.TB, role string, fabric fi.Fabric, info *fi.I
 	p.eq, err = eq.OpenEQ(fabric, &eq.Attr{})
 	require.NoError(t, err, "%s: open eq", role)
 	keep(t, p.eq)
-	p.cq, err = eq.OpenCQ(p.domain, &eq.CQAttr{Format: eq.FormatData})
+	p.cq, err = eq.OpenCQ(p.domain, &eq.CQAttr{Format: eq.FormatData, WaitObj: o.wait})
 	skipIfAbsent(t, err, "completion queues")
 	keep(t, p.cq)
 	p.ep, err = ep.Open(p.domain, info)
@@ -170,22 +173,22 @@ func (s *suite) openPeer(t testing.TB, role string, fabric fi.Fabric, info *fi.I
 		require.NoError(t, p.ep.Bind(p.cq, fi.FlagSend|fi.FlagRecv), "%s: bind cq", role)
 	}
 	if o.counters {
-		p.bindCounters(t)
+		p.bindCounters(t, o.wait)
 	}
 	require.NoError(t, p.ep.Enable(), "%s: enable", role)
 	return p
 }
 
-// bindCounters opens a send and a receive counter on x's domain and
-// binds them to x's endpoint, not yet enabled; it skips when the domain
-// has no counters.
-func (x *peer) bindCounters(t testing.TB) {
+// bindCounters opens a send and a receive counter with wait object wait
+// on x's domain and binds them to x's endpoint, not yet enabled; it skips
+// when the domain has no counters.
+func (x *peer) bindCounters(t testing.TB, wait fi.WaitObj) {
 	t.Helper()
 	var err error
-	x.txCntr, err = eq.OpenCounter(x.domain, nil)
+	x.txCntr, err = eq.OpenCounter(x.domain, &eq.CounterAttr{WaitObj: wait})
 	skipIfAbsent(t, err, "counters")
 	keep(t, x.txCntr)
-	x.rxCntr, err = eq.OpenCounter(x.domain, nil)
+	x.rxCntr, err = eq.OpenCounter(x.domain, &eq.CounterAttr{WaitObj: wait})
 	require.NoError(t, err, "%s: open counter", x.role)
 	keep(t, x.rxCntr)
 	require.NoError(t, x.ep.Bind(x.txCntr, fi.FlagSend), "%s: bind send counter", x.role)

@@ -40,6 +40,9 @@ type dgramOpts struct {
 	eq bool
 	// counters opens and binds a send and a receive counter.
 	counters bool
+	// wait is the wait object of the CQ and the counters (fi.WaitNone
+	// when zero).
+	wait fi.WaitObj
 }
 
 // openDgram opens an endpoint for info with its own fabric, domain,
@@ -69,7 +72,7 @@ func (s *suite) openDgram(t testing.TB, role string, info *fi.Info, o dgramOpts)
 	x.av, err = fi.OpenAV(x.domain, &fi.AVAttr{Type: typ})
 	skipIfAbsent(t, err, "address vectors of type "+typ.String())
 	keep(t, x.av)
-	x.cq, err = eq.OpenCQ(x.domain, &eq.CQAttr{Format: eq.FormatData})
+	x.cq, err = eq.OpenCQ(x.domain, &eq.CQAttr{Format: eq.FormatData, WaitObj: o.wait})
 	skipIfAbsent(t, err, "completion queues of format data")
 	keep(t, x.cq)
 	x.ep, err = ep.Open(x.domain, info)
@@ -85,7 +88,7 @@ func (s *suite) openDgram(t testing.TB, role string, info *fi.Info, o dgramOpts)
 	require.NoError(t, x.ep.Bind(x.av, 0), "%s: bind av", role)
 	require.NoError(t, x.ep.Bind(x.cq, fi.FlagSend|fi.FlagRecv), "%s: bind cq", role)
 	if o.counters {
-		x.bindCounters(t)
+		x.bindCounters(t, o.wait)
 	}
 	require.NoError(t, x.ep.Enable(), "%s: enable", role)
 	x.name = name(t, n)

@@ -23,6 +23,11 @@
 //   - unit/cntr: counter add, set, errors, waits.
 //   - unit/av: address vector insert, lookup, remove, straddr, close rules.
 //   - unit/mr: memory registration keys, descriptors, access checks, close.
+//   - unit/waitfd: FI_WAIT_FD wait descriptors (eq.FDWaiter) with poll(2),
+//     on Linux: event queues, counters and the CQs of each endpoint type,
+//     quiet after TryWait, readable when a message arrives while the
+//     application sleeps in poll, fi.EAGAIN while entries wait, no wake-up
+//     lost over 1000 messages, Close waking a blocked poll.
 //   - cm: connection management over FI_EP_MSG (fi_cm(3)): connect and
 //     accept with private data, reject, shutdown from either or both
 //     sides and abrupt close (one eq.Shutdown per endpoint), names and

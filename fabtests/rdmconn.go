@@ -29,6 +29,9 @@ type rdmOpts struct {
 	av fi.AVType
 	// counters opens and binds a send and a receive counter.
 	counters bool
+	// wait is the wait object of the CQ and the counters (fi.WaitNone
+	// when zero).
+	wait fi.WaitObj
 }
 
 // rdmPeer is one RDM endpoint with its own fabric, domain, address vector
@@ -90,7 +93,7 @@ func (s *suite) openRDM(t testing.TB, role string, info *fi.Info, o rdmOpts) *rd
 	x.av, err = fi.OpenAV(x.domain, &fi.AVAttr{Type: typ})
 	skipIfAbsent(t, err, "address vectors of type "+typ.String())
 	keep(t, x.av)
-	x.cq, err = eq.OpenCQ(x.domain, &eq.CQAttr{Format: eq.FormatTagged})
+	x.cq, err = eq.OpenCQ(x.domain, &eq.CQAttr{Format: eq.FormatTagged, WaitObj: o.wait})
 	skipIfAbsent(t, err, "completion queues of format tagged")
 	keep(t, x.cq)
 	x.ep, err = ep.Open(x.domain, info)
@@ -103,7 +106,7 @@ func (s *suite) openRDM(t testing.TB, role string, info *fi.Info, o rdmOpts) *rd
 	require.NoError(t, x.ep.Bind(x.av, 0), "%s: bind av", role)
 	require.NoError(t, x.ep.Bind(x.cq, fi.FlagSend|fi.FlagRecv), "%s: bind cq", role)
 	if o.counters {
-		x.bindCounters(t)
+		x.bindCounters(t, o.wait)
 	}
 	require.NoError(t, x.ep.Enable(), "%s: enable", role)
 	x.name = name(t, n)

@@ -67,6 +67,7 @@ var groups = []group{
 	{"unit/cntr", testCntr},
 	{"unit/av", testAV},
 	{"unit/mr", testMR},
+	{"unit/waitfd", testWaitFD},
 	{"cm", testCM},
 	{"msg", testMsg},
 	{"rdm", testRDM},

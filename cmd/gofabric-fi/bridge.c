@@ -290,7 +290,7 @@ static int gfi_wait_open(struct fid_fabric *fabric, struct fi_wait_attr *attr,
 
 static int gfi_trywait(struct fid_fabric *fabric, struct fid **fids, int count)
 {
-	return -FI_ENOSYS;
+	return goTryWait(fids, count);
 }
 
 static struct fi_ops_fabric gfi_fabric_ops = {

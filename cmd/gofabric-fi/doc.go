@@ -5,14 +5,16 @@
 // stacks) runs on gofabric's tcp, shm and udp providers, and verbs when
 // built with the build tag verbs.
 //
-// Build and install it into a directory C libfabric searches:
+// Build and install it into a directory C libfabric searches with
+// install.sh DIR, which runs
 //
-//	go build -buildmode=c-shared -o DIR/libgofabric-fi.so ./cmd/gofabric-fi
+//	go build -buildmode=c-shared -ldflags=-X=runtime.godebugDefault=asyncpreemptoff=1 \
+//		-o DIR/libgofabric-fi.so ./cmd/gofabric-fi
 //	ln -s libgofabric-fi.so DIR/libgoshm-fi.so
 //	ln -s libgofabric-fi.so DIR/libgoudp-fi.so
-//	FI_PROVIDER_PATH=DIR fi_info -l
 //
-// or run install.sh DIR, which does the same. The providers are named
+// (on the -ldflags, see Wait objects below); then FI_PROVIDER_PATH=DIR
+// fi_info -l lists the providers. The providers are named
 // gotcp, goshm, goudp and goverbs, beside C's own tcp, shm, udp and verbs.
 //
 // # One library, several providers
@@ -62,9 +64,38 @@
 // FI_MR_BASIC/FI_MR_SCALABLE registration modes are answered as C's
 // providers answer them.
 //
-// What is not there: wait sets, poll sets and FI_WAIT_FD wait objects
-// (-FI_ENOSYS, and FI_GETWAIT too: use the blocking sread calls), scalable
-// endpoints and shared contexts, atomics (-FI_ENOSYS), and collectives.
+// # Wait objects
+//
+// Event queues, completion queues and counters opened with FI_WAIT_FD
+// have a descriptor: fi_control with FI_GETWAIT returns it (an eventfd;
+// FI_GETWAITOBJ says FI_WAIT_FD), and fi_trywait on the fabric tells when
+// the application may block on it with poll, select or epoll, as
+// fi_poll(3) describes (fabtests' -c fd, C's ofi_rxm over a core
+// provider). Under the providers' manual progress, data moves while the
+// application sleeps on the descriptor. Objects opened with FI_WAIT_UNSPEC
+// get one too, at the first FI_GETWAIT or fi_trywait, as in C (C's
+// ofi_rxm asks its core provider's FI_WAIT_UNSPEC event queue for it);
+// those opened with FI_WAIT_NONE have none (-FI_ENODATA), and fi_trywait
+// refuses them (-FI_EINVAL). The blocking calls work with every wait
+// object.
+// fi_trywait allocates nothing.
+//
+// The Go runtime stops goroutines for its garbage collector with a signal
+// (SIGURG, asynchronous preemption), which now and then lands on an
+// application thread that has just called into the library and
+// interrupts its next system call: poll, select or epoll_wait on these
+// descriptors would fail with EINTR, which C's fabtests and libfabric's
+// own wait code (C's ofi_rxm waiting on a Go core provider) take for an
+// error. install.sh therefore builds the library with asynchronous
+// preemption off (-ldflags=-X=runtime.godebugDefault=asyncpreemptoff=1,
+// after the module's default GODEBUG settings), and the runtime preempts
+// cooperatively only; a library built with a plain go build needs
+// GODEBUG=asyncpreemptoff=1 in the application's environment, or an
+// application that retries on EINTR.
+//
+// What is not there: wait sets and poll sets (-FI_ENOSYS; FI_WAIT_SET and
+// FI_WAIT_MUTEX_COND objects are refused), scalable endpoints and shared
+// contexts, atomics (-FI_ENOSYS), and collectives.
 //
 // For tests, the library exports gofabricAllocs and gofabricGoroutines:
 // the Go runtime's heap allocation count and number of goroutines.

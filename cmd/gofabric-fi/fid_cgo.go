@@ -97,8 +97,8 @@ func goBind(h C.uintptr_t, bfid *C.struct_fid, flags C.uint64_t) (rc C.int) {
 }
 
 // goControl is fi_control(3): FI_ENABLE on endpoints, FI_BACKLOG on
-// passive endpoints. Wait objects (FI_GETWAIT, FI_GETWAITOBJ) are not
-// available.
+// passive endpoints, FI_GETWAIT and FI_GETWAITOBJ on event queues,
+// completion queues and counters.
 //
 //export goControl
 func goControl(h C.uintptr_t, cmd C.int, arg unsafe.Pointer) (rc C.int) {
@@ -108,6 +108,8 @@ func goControl(h C.uintptr_t, cmd C.int, arg unsafe.Pointer) (rc C.int) {
 		return -C.FI_EINVAL
 	}
 	switch o := o.(type) {
+	case *eqObj, *cqObj, *cntrObj:
+		return getWait(o, cmd, arg)
 	case *epObj:
 		if cmd != C.FI_ENABLE {
 			return -C.FI_ENOSYS
@@ -137,6 +139,72 @@ func goControl(h C.uintptr_t, cmd C.int, arg unsafe.Pointer) (rc C.int) {
 		}
 	}
 	return -C.FI_ENOSYS
+}
+
+// getWait is FI_GETWAIT (the int descriptor of an FI_WAIT_FD object) and
+// FI_GETWAITOBJ (its enum fi_wait_obj) of an event queue, completion
+// queue or counter: -FI_ENODATA when it was opened with FI_WAIT_NONE, as
+// C's util objects answer without a wait object. FI_WAIT_UNSPEC objects
+// get theirs here, as in C, where they have one.
+func getWait(o any, cmd C.int, arg unsafe.Pointer) C.int {
+	if cmd != C.FI_GETWAIT && cmd != C.FI_GETWAITOBJ {
+		return -C.FI_ENOSYS
+	}
+	if arg == nil {
+		return -C.FI_EINVAL
+	}
+	fd, err := eq.WaitFD(goObjOf(o).(fi.Fid))
+	if err != nil {
+		return -C.int(slotOf(o).code("control", err))
+	}
+	if cmd == C.FI_GETWAITOBJ {
+		*(*C.enum_fi_wait_obj)(arg) = C.FI_WAIT_FD
+		return 0
+	}
+	*(*C.int)(arg) = C.int(fd)
+	return 0
+}
+
+// goTryWait is fi_trywait(3) over event queues, completion queues and
+// counters of the library opened with FI_WAIT_FD: 0 when the application
+// may block on all their descriptors, -FI_EAGAIN when one must be read
+// first (an event queue's peeked event counts), -FI_EINVAL for another
+// object or one without a descriptor, -FI_EBADF for a closed one. It
+// allocates nothing.
+//
+//export goTryWait
+func goTryWait(fids **C.struct_fid, count C.int) (rc C.int) {
+	defer recoverInt(&rc, "fi_trywait")
+	if count < 0 || (count > 0 && fids == nil) {
+		return -C.FI_EINVAL
+	}
+	for _, f := range unsafe.Slice(fids, int(count)) {
+		var w any
+		switch o := objOf(uintptr(C.gfi_handle(f, C.FI_CLASS_UNSPEC))).(type) {
+		case *eqObj:
+			o.mu.Lock()
+			held := len(o.held)
+			o.mu.Unlock()
+			if held > 0 {
+				return -C.FI_EAGAIN
+			}
+			w = o.q
+		case *cqObj:
+			w = o.q
+		case *cntrObj:
+			w = o.c
+		default:
+			return -C.FI_EINVAL
+		}
+		fw, ok := w.(eq.FDWaiter)
+		if !ok {
+			return -C.FI_EINVAL
+		}
+		if err := fw.TryWait(); err != nil {
+			return -C.int(errnoOf(err))
+		}
+	}
+	return 0
 }
 
 // eqAttrFromC converts struct fi_eq_attr.

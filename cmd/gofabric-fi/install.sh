@@ -4,13 +4,23 @@
 # libgoudp-fi.so to it (and libgoverbs-fi.so with -tags verbs): C libfabric
 # calls the library's fi_prov_ini once per name, and each call registers
 # one more provider. Then: FI_PROVIDER_PATH=DIR fi_info -l
+#
+# The library is built with the Go runtime's asynchronous preemption off
+# (GODEBUG asyncpreemptoff=1, added to the module's default GODEBUG): its
+# preemption signal (SIGURG) would otherwise interrupt, now and then, a
+# system call of an application thread that has called into the library,
+# and poll(2) on a wait descriptor would fail with EINTR, which C's
+# fabtests and libfabric's own wait code (ofi_rxm's) take for an error.
+# Go build flags given after DIR come after the -ldflags set here; a
+# -ldflags among them replaces it.
 set -eu
 [ $# -ge 1 ] || { echo "usage: $0 DIR [go build flags]" >&2; exit 2; }
 mkdir -p "$1"
 dir=$(cd "$1" && pwd)
 shift
 cd "$(dirname "$0")"
-go build -buildmode=c-shared "$@" -o "$dir/libgofabric-fi.so" .
+godebug=$(go list -f '{{.DefaultGODEBUG}}' .)
+go build -buildmode=c-shared -ldflags="-X=runtime.godebugDefault=${godebug:+$godebug,}asyncpreemptoff=1" "$@" -o "$dir/libgofabric-fi.so" .
 names="goshm goudp"
 case " $* " in *verbs*) names="$names goverbs" ;; esac
 for p in $names; do

@@ -112,9 +112,9 @@ func TestChildMessagesNameProvider(t *testing.T) {
 
 	// The advice on an unsupported wait object is a hint, which survives
 	// the caller's wrapping.
-	_, err = provutil.OpenChildCQ(&parent, &eq.CQAttr{WaitObj: fi.WaitFD}, "tcp")
+	_, err = provutil.OpenChildCQ(&parent, &eq.CQAttr{WaitObj: fi.WaitMutexCond}, "tcp")
 	require.ErrorIs(t, err, fi.ENOSYS)
-	require.EqualError(t, err, "tcp: open cq: wait object FI_WAIT_FD not supported: "+fi.ENOSYS.Error())
+	require.EqualError(t, err, "tcp: open cq: wait object FI_WAIT_MUTEX_COND not supported: "+fi.ENOSYS.Error())
 	require.Contains(t, errors.FlattenHints(errors.Wrap(err, "app: setup")), "fi.WaitUnspec")
 
 	q, err := provutil.OpenChildEQ(&parent, nil, "tcp")

@@ -15,7 +15,9 @@ import (
 //
 // The success and error counts are atomics: Read and ReadErr take no lock
 // and do not allocate, and updates cost an atomic add plus one atomic load
-// to see whether anybody waits. All methods are safe for concurrent use.
+// to see whether anybody waits. With fi.WaitFD the counter also has a
+// wait descriptor (WaitFD, TryWait; eq.FDWaiter). All methods are safe for
+// concurrent use.
 type Counter struct {
 	ref    Ref
 	prov   string // names the counter in messages: the provider, or "eq"
@@ -23,13 +25,19 @@ type Counter struct {
 	events eq.CounterEvents
 	succ   atomic.Uint64
 	errs   atomic.Uint64
+	// seenSucc and seenErrs are the counts the last TryWait saw.
+	seenSucc, seenErrs atomic.Uint64
 }
 
-var _ eq.Counter = (*Counter)(nil)
+var (
+	_ eq.Counter  = (*Counter)(nil)
+	_ eq.FDWaiter = (*Counter)(nil)
+)
 
 // NewCounter returns an open counter for attr (fi_cntr_open's checks of
 // struct fi_cntr_attr). It returns fi.EINVAL for unknown events and
-// fi.ENOSYS for a wait object other than fi.WaitNone and fi.WaitUnspec.
+// fi.ENOSYS for a wait object other than fi.WaitNone, fi.WaitUnspec and
+// fi.WaitFD (and for fi.WaitFD off Linux).
 // Its messages name the eq package; a provider's counter comes from
 // OpenChildCounter, whose messages name the provider.
 func NewCounter(attr *eq.CounterAttr) (*Counter, error) { return newCounter("eq", attr) }
@@ -44,7 +52,11 @@ func newCounter(prov string, attr *eq.CounterAttr) (*Counter, error) {
 	if err := checkWaitObj(prov, "counter", attr.WaitObj); err != nil {
 		return nil, err
 	}
-	return &Counter{prov: prov, events: attr.Events}, nil
+	c := &Counter{prov: prov, events: attr.Events}
+	if err := c.h.initFD(attr.WaitObj); err != nil {
+		return nil, errors.Wrapf(err, "%s: open counter", prov)
+	}
+	return c, nil
 }
 
 // Events returns what the provider counts (fi_cntr_attr.events): completions
@@ -69,8 +81,31 @@ func (c *Counter) SetProgress(f func()) { c.h.setProgress(f) }
 func (c *Counter) SetWaiter(f WaitFunc) { c.h.setWaiter(f) }
 
 // Signal wakes blocked Wait calls so they run progress and look again (the
-// counter side of fi_cq_signal).
+// counter side of fi_cq_signal). An armed wait descriptor becomes
+// readable too.
 func (c *Counter) Signal() { c.h.notify() }
+
+// WaitFD returns the counter's wait descriptor (fi_control with
+// FI_GETWAIT; eq.FDWaiter): an error with fi.ENODATA when the counter was
+// opened with fi.WaitNone, fi.EBADF after Close; an fi.WaitUnspec counter
+// gets its descriptor here.
+func (c *Counter) WaitFD() (int, error) { return waitFDOf(&c.h, c.prov, "counter") }
+
+// TryWait is fi_trywait for the counter (eq.FDWaiter): it runs progress
+// and returns bare fi.EAGAIN when the success or error count changed since
+// the previous TryWait (or since the counter opened), as fi_poll(3)
+// reports a counter; else it arms the wait descriptor, which the next
+// change makes readable, and returns nil. It returns bare fi.EINVAL when
+// the counter was opened with fi.WaitNone and fi.EBADF after Close.
+func (c *Counter) TryWait() error { return c.h.tryWait(c.changed) }
+
+// changed reports whether the counts differ from those the last call
+// saw, and remembers them.
+func (c *Counter) changed() bool {
+	s, e := c.succ.Load(), c.errs.Load()
+	ps, pe := c.seenSucc.Swap(s), c.seenErrs.Swap(e)
+	return ps != s || pe != e
+}
 
 // Read returns the success count (fi_cntr_read), after running progress.
 func (c *Counter) Read() uint64 {
@@ -159,7 +194,8 @@ func (c *Counter) check(threshold, errs uint64) error {
 // (Acquire) it returns fi.EBUSY, wrapped in a message that counts them
 // ("tcp: close counter: 1 endpoint still bound"), and it returns bare
 // fi.EBADF when already closed; otherwise it wakes blocked Wait calls,
-// which return fi.EBADF.
+// which return fi.EBADF, and makes the wait descriptor readable and
+// closes it.
 func (c *Counter) Close() error { return c.CloseWith(nil) }
 
 // CloseWith is Close that runs release, when the counter closes, before
@@ -171,6 +207,6 @@ func (c *Counter) CloseWith(release func()) error {
 	if release != nil {
 		release()
 	}
-	c.h.notify()
+	c.h.close()
 	return nil
 }

@@ -35,9 +35,12 @@ const DefaultCQSize = 1024
 // adds Buf and Data; FormatTagged adds Tag. Error entries keep every field
 // (struct fi_cq_err_entry).
 //
-// All methods are safe for concurrent use. Read, ReadFrom and ReadErr
-// never block and do not allocate; with a progress hook they drive the
-// provider's manual progress first.
+// With fi.WaitFD the queue also has a wait descriptor (WaitFD, TryWait;
+// eq.FDWaiter).
+//
+// All methods are safe for concurrent use. Read, ReadFrom, ReadErr and
+// TryWait never block and do not allocate; with a progress hook they
+// drive the provider's manual progress first.
 type CQ struct {
 	ref    Ref
 	prov   string // names the queue in messages: the provider, or "eq"
@@ -60,13 +63,16 @@ type cqEntry struct {
 	err *eq.CQError
 }
 
-var _ eq.CompletionQueue = (*CQ)(nil)
+var (
+	_ eq.CompletionQueue = (*CQ)(nil)
+	_ eq.FDWaiter        = (*CQ)(nil)
+)
 
 // NewCQ returns an open CQ for attr (fi_cq_open's checks of struct
 // fi_cq_attr). It returns fi.EINVAL for a negative size or an unknown
-// format, and fi.ENOSYS for a wait object other than fi.WaitNone and
-// fi.WaitUnspec or a wait condition other than eq.CondNone (SRead has no
-// threshold argument). Its messages name the eq package ("eq: open cq:
+// format, and fi.ENOSYS for a wait object other than fi.WaitNone,
+// fi.WaitUnspec and fi.WaitFD (and for fi.WaitFD off Linux) or a wait
+// condition other than eq.CondNone (SRead has no threshold argument). Its messages name the eq package ("eq: open cq:
 // size -1"); a provider's CQ comes from OpenChildCQ, whose messages name
 // the provider.
 func NewCQ(attr *eq.CQAttr) (*CQ, error) { return newCQ("eq", attr) }
@@ -92,6 +98,9 @@ func newCQ(prov string, attr *eq.CQAttr) (*CQ, error) {
 	q := &CQ{prov: prov, size: attr.Size, format: attr.Format}
 	if q.size == 0 {
 		q.size = DefaultCQSize
+	}
+	if err := q.h.initFD(attr.WaitObj); err != nil {
+		return nil, errors.Wrapf(err, "%s: open cq", prov)
 	}
 	q.q.grow(q.size)
 	return q, nil
@@ -125,8 +134,27 @@ func (q *CQ) SetWaiter(f WaitFunc) { q.h.setWaiter(f) }
 // Signal wakes blocked SRead calls so they run progress and look again,
 // for providers whose readiness is known without a wait hook. Unlike
 // fi_cq_signal's use by applications it makes no call fail; cancel the
-// context for that.
+// context for that. An armed wait descriptor becomes readable too (the
+// application reads, maybe nothing, and calls TryWait again).
 func (q *CQ) Signal() { q.h.notify() }
+
+// WaitFD returns the queue's wait descriptor (fi_control with FI_GETWAIT;
+// eq.FDWaiter): an error with fi.ENODATA when the queue was opened
+// with fi.WaitNone, fi.EBADF after Close; an fi.WaitUnspec queue gets its
+// descriptor here.
+func (q *CQ) WaitFD() (int, error) { return waitFDOf(&q.h, q.prov, "cq") }
+
+// TryWait is fi_trywait for the queue (eq.FDWaiter): it runs progress and
+// returns bare fi.EAGAIN when a completion or error entry is queued, else
+// arms the wait descriptor, which the next entry makes readable, and
+// returns nil. Under manual progress (a wait hook) the queue's watcher
+// then drives progress until an entry arrives or the queue closes. It
+// returns bare fi.EINVAL when the queue was opened with fi.WaitNone and
+// fi.EBADF after Close.
+func (q *CQ) TryWait() error { return q.h.tryWait(q.pending) }
+
+// pending reports whether an entry is queued.
+func (q *CQ) pending() bool { return q.queued.Load() > 0 }
 
 // Complete queues a completion with its source address (fi.AddrUnspec when
 // unknown), masked to the queue's format (ofi_cq_write_src). It returns
@@ -278,7 +306,8 @@ func (q *CQ) SRead(ctx context.Context, entries []eq.Completion) (int, error) {
 // (Acquire) it returns fi.EBUSY, wrapped in a message that counts them
 // ("tcp: close cq: 2 endpoints still bound"), and it returns bare fi.EBADF
 // when already closed; otherwise it wakes blocked SRead calls, which
-// return fi.EBADF, and drops queued entries.
+// return fi.EBADF, makes the wait descriptor readable and closes it, and
+// drops queued entries.
 func (q *CQ) Close() error { return q.CloseWith(nil) }
 
 // CloseWith is Close that runs release, when the queue closes, before it
@@ -290,7 +319,7 @@ func (q *CQ) CloseWith(release func()) error {
 	if release != nil {
 		release()
 	}
-	q.h.notify()
+	q.h.close()
 	q.mu.Lock()
 	q.q.reset()
 	q.queued.Store(0)

@@ -58,7 +58,8 @@ func TestNewCQ(t *testing.T) {
 		{"size", &eq.CQAttr{Size: 16, Format: eq.FormatTagged, WaitObj: fi.WaitUnspec}, fi.SUCCESS, 16},
 		{"negative size", &eq.CQAttr{Size: -1}, fi.EINVAL, 0},
 		{"bad format", &eq.CQAttr{Format: eq.FormatTagged + 1}, fi.EINVAL, 0},
-		{"fd wait object", &eq.CQAttr{WaitObj: fi.WaitFD}, fi.ENOSYS, 0},
+		{"fd wait object", &eq.CQAttr{WaitObj: fi.WaitFD}, fi.SUCCESS, provutil.DefaultCQSize},
+		{"wait set", &eq.CQAttr{WaitObj: fi.WaitSet}, fi.ENOSYS, 0},
 		{"threshold", &eq.CQAttr{WaitCond: eq.CondThreshold}, fi.ENOSYS, 0},
 	}
 	for _, tt := range tests {

@@ -9,6 +9,14 @@
 // memory region tables (fi_mr(3)), and the reference counting that gives
 // Close its EBUSY-while-bound rule (fi_close(3)).
 //
+// Queues and counters opened with fi.WaitFD have a wait descriptor, an
+// eventfd (eq.FDWaiter: WaitFD, TryWait; fi_trywait(3)). A provider gets
+// it for nothing: the queue makes the descriptor readable when an entry
+// arrives after a successful TryWait, and while it is armed a per-queue
+// watcher goroutine drives the provider's progress and sleeps in its
+// wait hook (WaitFunc), as a blocked SRead does, so that manual progress
+// goes on while the application sleeps in poll(2).
+//
 // Errors never name this package: applications get its objects from
 // providers, so every message names the provider that made the object
 // ("tcp: open cq: size -1 is negative", "tcp: close domain: 2 endpoints

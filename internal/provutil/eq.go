@@ -26,8 +26,9 @@ const DefaultEQSize = 256
 // queue holds eq.Attr.Size entries.
 //
 // SRead works with any accepted wait object, FI_WAIT_NONE included: it
-// needs no OS object. All methods are safe for concurrent use; Read, Peek
-// and ReadErr never block and do not allocate.
+// needs no OS object. With fi.WaitFD the queue also has a wait descriptor
+// (WaitFD, TryWait; eq.FDWaiter). All methods are safe for concurrent
+// use; Read, Peek, ReadErr and TryWait never block and do not allocate.
 type EQ struct {
 	ref      Ref
 	prov     string // names the queue in messages: the provider, or "eq"
@@ -45,11 +46,15 @@ type eqEntry struct {
 	err *eq.EQError
 }
 
-var _ eq.EventQueue = (*EQ)(nil)
+var (
+	_ eq.EventQueue = (*EQ)(nil)
+	_ eq.FDWaiter   = (*EQ)(nil)
+)
 
 // NewEQ returns an open EQ for attr (fi_eq_open's checks of struct
 // fi_eq_attr). It returns fi.EINVAL for a negative size and fi.ENOSYS for
-// a wait object other than fi.WaitNone and fi.WaitUnspec. Its messages
+// a wait object other than fi.WaitNone, fi.WaitUnspec and fi.WaitFD (and
+// for fi.WaitFD off Linux). Its messages
 // name the eq package ("eq: open eq: size -1"); a provider's EQ comes from
 // OpenChildEQ, whose messages name the provider.
 func NewEQ(attr *eq.Attr) (*EQ, error) { return newEQ("eq", attr) }
@@ -68,17 +73,38 @@ func newEQ(prov string, attr *eq.Attr) (*EQ, error) {
 	if size == 0 {
 		size = DefaultEQSize
 	}
-	return &EQ{prov: prov, size: size, writable: attr.Flags&fi.FlagWrite != 0}, nil
+	q := &EQ{prov: prov, size: size, writable: attr.Flags&fi.FlagWrite != 0}
+	if err := q.h.initFD(attr.WaitObj); err != nil {
+		return nil, errors.Wrapf(err, "%s: open eq", prov)
+	}
+	return q, nil
 }
 
 // checkWaitObj accepts the wait objects the software queues serve.
 func checkWaitObj(prov, what string, w fi.WaitObj) error {
-	if w != fi.WaitNone && w != fi.WaitUnspec {
+	if w != fi.WaitNone && w != fi.WaitUnspec && w != fi.WaitFD {
 		return errors.WithHint(
 			errors.Wrapf(fi.ENOSYS, "%s: open %s: wait object %v not supported", prov, what, w),
-			"use fi.WaitUnspec (or fi.WaitNone) and the blocking calls, which take a context: SRead, Wait")
+			"use fi.WaitUnspec and the blocking calls, which take a context (SRead, Wait), or fi.WaitFD and poll(2)")
 	}
 	return nil
+}
+
+// waitFDOf is WaitFD of the queues and counters: what names the object
+// in messages ("cq").
+func waitFDOf(h *hooks, prov, what string) (int, error) {
+	fd, ok, err := h.waitFD()
+	switch {
+	case !ok:
+		return -1, errors.WithHint(
+			errors.Wrapf(fi.ENODATA, "%s: %s wait fd: opened with FI_WAIT_NONE", prov, what),
+			"open it with WaitObj fi.WaitFD")
+	case err != nil:
+		return -1, errors.Wrapf(err, "%s: %s", prov, what)
+	case fd < 0:
+		return -1, errors.Wrapf(fi.EBADF, "%s: %s wait fd: closed", prov, what)
+	}
+	return fd, nil
 }
 
 // Size returns the queue's capacity for application writes
@@ -107,7 +133,29 @@ func (q *EQ) SetWaiter(f WaitFunc) { q.h.setWaiter(f) }
 // Signal wakes blocked SRead calls so they run progress and look again,
 // for providers whose readiness is known without a wait hook (the EQ side
 // of fi_cq_signal). It makes no call fail; cancel the context for that.
+// An armed wait descriptor becomes readable too.
 func (q *EQ) Signal() { q.h.notify() }
+
+// WaitFD returns the queue's wait descriptor (fi_control with FI_GETWAIT;
+// eq.FDWaiter): an error with fi.ENODATA when the queue was opened
+// with fi.WaitNone, fi.EBADF after Close; an fi.WaitUnspec queue gets its
+// descriptor here.
+func (q *EQ) WaitFD() (int, error) { return waitFDOf(&q.h, q.prov, "eq") }
+
+// TryWait is fi_trywait for the queue (eq.FDWaiter): it runs progress and
+// returns bare fi.EAGAIN when an event or error entry is queued, else arms
+// the wait descriptor, which the next event (or, under manual progress,
+// work progress may find) makes readable, and returns nil. It returns bare
+// fi.EINVAL when the queue was opened with fi.WaitNone and fi.EBADF
+// after Close.
+func (q *EQ) TryWait() error { return q.h.tryWait(q.pending) }
+
+// pending reports whether an entry is queued.
+func (q *EQ) pending() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.q.len() > 0
+}
 
 // Post queues an event from the provider (libfabric's ofi_eq_write from
 // inside a provider). It never refuses for space. It returns bare
@@ -249,7 +297,8 @@ func (q *EQ) SRead(ctx context.Context) (eq.Event, error) {
 // (Acquire) it returns fi.EBUSY, wrapped in a message that counts them
 // ("tcp: close eq: 1 endpoint still bound"), and it returns bare fi.EBADF
 // when already closed; otherwise it wakes blocked SRead calls, which
-// return fi.EBADF, and drops queued entries.
+// return fi.EBADF, makes the wait descriptor readable and closes it, and
+// drops queued entries.
 func (q *EQ) Close() error { return q.CloseWith(nil) }
 
 // CloseWith is Close that runs release, when the queue closes, before it
@@ -262,7 +311,7 @@ func (q *EQ) CloseWith(release func()) error {
 	if release != nil {
 		release()
 	}
-	q.h.notify()
+	q.h.close()
 	q.mu.Lock()
 	q.q.reset()
 	q.mu.Unlock()

@@ -101,7 +101,7 @@ func TestNewEQ(t *testing.T) {
 		{"zero size", &eq.Attr{}, fi.SUCCESS, provutil.DefaultEQSize},
 		{"size", &eq.Attr{Size: 8, WaitObj: fi.WaitUnspec}, fi.SUCCESS, 8},
 		{"negative size", &eq.Attr{Size: -1}, fi.EINVAL, 0},
-		{"fd wait object", &eq.Attr{WaitObj: fi.WaitFD}, fi.ENOSYS, 0},
+		{"fd wait object", &eq.Attr{WaitObj: fi.WaitFD}, fi.SUCCESS, provutil.DefaultEQSize},
 		{"wait set", &eq.Attr{WaitObj: fi.WaitSet}, fi.ENOSYS, 0},
 	}
 	for _, tt := range tests {

@@ -93,6 +93,13 @@
 // check the endpoint's peers as a polling one does; idle, that is all
 // the CPU it uses.
 //
+// Queues and counters opened with WaitObj fi.WaitFD (FI_WAIT_FD) have a
+// descriptor to poll beside the application's own (eq.FDWaiter): after a
+// successful TryWait (fi_trywait) the queue's watcher does what a blocked
+// SRead does, on the doorbells, so data moves while the application
+// sleeps in poll(2), and the descriptor becomes readable when an entry
+// arrives.
+//
 // An endpoint may be closed while other goroutines wait on or read its
 // queues: Close fails what is pending with fi.ECANCELED error entries,
 // which a blocked SRead returns (fi.EAVAIL, then ReadErr) and which move

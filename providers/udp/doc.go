@@ -70,7 +70,10 @@
 // and otherwise, while receives are posted, arms them one-shot in a
 // private epoll instance that sits in the netpoller and receives when
 // they are readable; blocking reads (SRead) hand the endpoint to it and
-// sleep without spinning. The goroutine ends at the endpoint's Close.
+// sleep without spinning, and so does a successful TryWait (fi_trywait)
+// on a queue opened with WaitObj fi.WaitFD, whose descriptor
+// (eq.FDWaiter) becomes readable when a completion arrives. The
+// goroutine ends at the endpoint's Close.
 //
 // # Environment
 //

@@ -37,7 +37,10 @@
 // indexes a fixed slot table (no allocation, a bare fi.EAGAIN when the
 // queue is full); completions come from a verbs CQ polled by the
 // application's reads and, for blocking waits, through its completion
-// channel in the netpoller. When the connection goes, every posted
+// channel in the netpoller; a queue opened with fi.WaitFD
+// (FI_WAIT_FD) waits the same way while the application sleeps in poll
+// on its descriptor (eq.FDWaiter), which is the framework's eventfd, not
+// the completion channel's. When the connection goes, every posted
 // operation completes with an error entry.
 //
 // FI_EP_RDM (rxm over verbs MSG) and FI_EP_DGRAM (UD) are not offered;

@@ -99,6 +99,7 @@ static void rdm_checks(const char *prov)
 	uint32_t event;
 	fi_addr_t self;
 	int ctx, fd, errs[1];
+	struct fid *fids[1];
 
 	SETUP(fi_fabric(info->fabric_attr, &fabric, NULL));
 	SETUP(fi_domain(fabric, info, &domain, NULL));
@@ -117,9 +118,25 @@ static void rdm_checks(const char *prov)
 	EXPECT("cq_open unknown format", fi_cq_open(domain, &cq_attr, &cq2, NULL),
 	       -FI_ENOSYS);
 	cq_attr.format = FI_CQ_FORMAT_CONTEXT;
+	cq_attr.wait_obj = FI_WAIT_MUTEX_COND;
+	EXPECT("cq_open FI_WAIT_MUTEX_COND",
+	       fi_cq_open(domain, &cq_attr, &cq2, NULL), -FI_ENOSYS);
 	cq_attr.wait_obj = FI_WAIT_FD;
 	EXPECT("cq_open FI_WAIT_FD", fi_cq_open(domain, &cq_attr, &cq2, NULL),
+	       0);
+	EXPECT("cq control GETWAIT NULL arg",
+	       fi_control(&cq2->fid, FI_GETWAIT, NULL), -FI_EINVAL);
+	EXPECT("cq control unknown command", fi_control(&cq2->fid, 999, &fd),
 	       -FI_ENOSYS);
+	fd = -1;
+	EXPECT("cq control GETWAIT", fi_control(&cq2->fid, FI_GETWAIT, &fd), 0);
+	EXPECT("cq wait fd", fd >= 0, 1);
+	EXPECT("trywait NULL fids", fi_trywait(fabric, NULL, 1), -FI_EINVAL);
+	fids[0] = &foreign;
+	EXPECT("trywait foreign fid", fi_trywait(fabric, fids, 1), -FI_EINVAL);
+	fids[0] = &cq2->fid;
+	EXPECT("trywait empty cq", fi_trywait(fabric, fids, 1), 0);
+	EXPECT("close FI_WAIT_FD cq", fi_close(&cq2->fid), 0);
 	bad = fi_dupinfo(info);
 	bad->handle = &foreign;
 	EXPECT("endpoint foreign handle", fi_endpoint(domain, bad, &ep2, NULL),
@@ -169,8 +186,11 @@ static void rdm_checks(const char *prov)
 						 sizeof(eq_out), 0),
 	       sizeof(eq_out));
 	EXPECT("eq_read data kept", eq_out.data, 42);
-	EXPECT("eq control GETWAIT", fi_control(&eq->fid, FI_GETWAIT, &fd),
-	       -FI_ENOSYS);
+	EXPECT("eq control GETWAIT with FI_WAIT_NONE",
+	       fi_control(&eq->fid, FI_GETWAIT, &fd), -FI_ENODATA);
+	fids[0] = &eq->fid;
+	EXPECT("trywait eq with FI_WAIT_NONE", fi_trywait(fabric, fids, 1),
+	       -FI_EINVAL);
 
 	/* completion queues */
 	EXPECT("cq_read NULL buffer", fi_cq_read(cq, NULL, 1), -FI_EINVAL);
@@ -183,8 +203,10 @@ static void rdm_checks(const char *prov)
 	EXPECT("cq_signal", fi_cq_signal(cq), 0);
 	EXPECT("cq_sread after signal", fi_cq_sread(cq, &entry, 1, NULL, -1),
 	       -FI_EAGAIN);
-	EXPECT("cq control GETWAIT", fi_control(&cq->fid, FI_GETWAIT, &fd),
-	       -FI_ENOSYS);
+	EXPECT("cq control GETWAIT with FI_WAIT_NONE",
+	       fi_control(&cq->fid, FI_GETWAIT, &fd), -FI_ENODATA);
+	EXPECT("cq control GETWAITOBJ with FI_WAIT_NONE",
+	       fi_control(&cq->fid, FI_GETWAITOBJ, &fd), -FI_ENODATA);
 
 	/* counters */
 	EXPECT("cntr_add", fi_cntr_add(cntr, 3), 0);
