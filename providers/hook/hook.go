@@ -566,3 +566,38 @@ func (h *hooks) unregister(m *faultMsg) {
 	defer h.mu.Unlock()
 	h.msgs = slices.DeleteFunc(h.msgs, func(x *faultMsg) bool { return x == m })
 }
+
+// WaitFD passes the inner queue's wait descriptor through (fi_control
+// with FI_GETWAIT; eq.FDWaiter), fi.ENOSYS when it has none.
+func (q *completionQueue) WaitFD() (int, error) { return eq.WaitFD(q.inner) }
+
+// TryWait is fi_trywait: fi.EAGAIN while the hook holds entries of its
+// own (made-up completions, error entries it looked at), else the inner
+// queue's answer.
+func (q *completionQueue) TryWait() error {
+	q.mu.Lock()
+	held := len(q.pending) > 0 || len(q.made) > 0
+	q.mu.Unlock()
+	if held {
+		return fi.EAGAIN
+	}
+	return eq.TryWait(q.inner)
+}
+
+// WaitFD passes the inner queue's wait descriptor through (eq.FDWaiter).
+func (q *eventQueue) WaitFD() (int, error) { return eq.WaitFD(q.inner) }
+
+// TryWait passes fi_trywait to the inner queue.
+func (q *eventQueue) TryWait() error { return eq.TryWait(q.inner) }
+
+// WaitFD passes the inner counter's wait descriptor through (eq.FDWaiter).
+func (c *counter) WaitFD() (int, error) { return eq.WaitFD(c.Counter) }
+
+// TryWait passes fi_trywait to the inner counter.
+func (c *counter) TryWait() error { return eq.TryWait(c.Counter) }
+
+var (
+	_ eq.FDWaiter = (*completionQueue)(nil)
+	_ eq.FDWaiter = (*eventQueue)(nil)
+	_ eq.FDWaiter = (*counter)(nil)
+)

@@ -73,7 +73,7 @@ func TestPassThroughTCP(t *testing.T) {
 
 func TestPassThroughSHM(t *testing.T) {
 	register(t)
-	fabtests.Run(t, fabtests.Config{Provider: "shm;hook_none", Groups: []string{"rdm", "tagged", "rma/rdm"}})
+	fabtests.Run(t, fabtests.Config{Provider: "shm;hook_none", Groups: []string{"rdm", "tagged", "rma/rdm", "unit/waitfd"}})
 }
 
 // faultEnv names the fault TestBrokenSuite runs the suite against.
