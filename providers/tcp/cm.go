@@ -110,12 +110,9 @@ func (e *endpoint) dial(ctx context.Context, local *net.TCPAddr, dest string, ms
 			}
 			return
 		}
-		if !e.attach(conn, dataCodec{bigEndian: h.bigEndian}, ep.CMConnecting) {
+		up := &eq.Connected{Fid: e, Info: e.info, Data: data}
+		if !e.attach(conn, dataCodec{bigEndian: h.bigEndian}, ep.CMConnecting, up) {
 			conn.Close()
-			return
-		}
-		if e.cs.Established() == nil {
-			e.postEvent(&eq.Connected{Fid: e, Info: e.info, Data: data})
 		}
 	case cmReject:
 		conn.Close()
@@ -195,23 +192,19 @@ func (e *endpoint) Accept(data []byte) error {
 	if err == nil {
 		err = r.conn.SetWriteDeadline(time.Time{})
 	}
-	if err == nil && !e.attach(r.conn, dataCodec{bigEndian: r.bigEndian}, ep.CMAccepting) {
-		r.conn.Close()
-		return nil
-	}
-	if err != nil {
-		r.conn.Close()
-		code := fi.Code(err)
-		if code == fi.EOTHER {
-			code = fi.EIO
-		}
-		if e.cs.Failed() == nil {
-			e.postError(code, sockErrno(err), nil)
+	if err == nil {
+		if !e.attach(r.conn, dataCodec{bigEndian: r.bigEndian}, ep.CMAccepting, &eq.Connected{Fid: e, Info: e.info}) {
+			r.conn.Close()
 		}
 		return nil
 	}
-	if e.cs.Established() == nil {
-		e.postEvent(&eq.Connected{Fid: e, Info: e.info})
+	r.conn.Close()
+	code := fi.Code(err)
+	if code == fi.EOTHER {
+		code = fi.EIO
+	}
+	if e.cs.Failed() == nil {
+		e.postError(code, sockErrno(err), nil)
 	}
 	return nil
 }

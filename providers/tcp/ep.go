@@ -430,14 +430,18 @@ func (e *endpoint) Close() error {
 }
 
 // attach makes conn's socket the endpoint's connection: it is called with
-// the CM exchange done, before the endpoint is marked connected. The
+// the CM exchange done, marks the endpoint connected and queues up, its
+// eq.Connected event, before the data path first runs (it needs e.mu, held
+// here): a peer that shuts down at once must not have its eq.Shutdown
+// reach the queue first, or the application never sees the connection
+// (fi_cm(3): FI_CONNECTED precedes FI_SHUTDOWN). The
 // endpoint keeps a duplicate of the descriptor outside the runtime's
 // netpoller and closes conn: polled sockets must not wake the netpoller's
 // thread for every message (see internal/sockpoll). It returns false, leaving
 // conn to the caller, when the endpoint was shut down or closed meanwhile
 // (want is the state the attempt must still be in) or the descriptor
 // cannot be duplicated.
-func (e *endpoint) attach(conn *net.TCPConn, codec dataCodec, want ep.CMState) bool {
+func (e *endpoint) attach(conn *net.TCPConn, codec dataCodec, want ep.CMState, up *eq.Connected) bool {
 	rc, err := conn.SyscallConn()
 	if err != nil {
 		return false
@@ -487,6 +491,9 @@ func (e *endpoint) attach(conn *net.TCPConn, codec dataCodec, want ep.CMState) b
 	_ = conn.Close() // the duplicate keeps the connection open
 	e.dp.attach(fd, codec)
 	e.auto.Store(a)
+	if e.cs.Established() == nil {
+		e.postEvent(up)
+	}
 	e.kickIfBlocked() // a reader blocked before the socket was there
 	return true
 }

@@ -341,3 +341,44 @@ func inetPort(sa unix.Sockaddr) int {
 	}
 	return -1
 }
+
+// A server that shuts down as soon as it has accepted: the client must
+// still see eq.Connected, with the accept's data, before eq.Shutdown
+// (fi_cm(3); libfabric's fi_cm_data does exactly this). The client's
+// connection used to report the peer's FIN before it was marked
+// connected, and eq.Connected never came.
+func TestShutdownRightAfterAcceptConnectsFirst(t *testing.T) {
+	cleanEnv(t)
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	info := loInfo(t)
+	sf, seq, pep, name := listenInfo(t, info)
+	cf, err := fi.OpenFabric(info)
+	require.NoError(t, err)
+	ceq, err := eq.OpenEQ(cf, nil)
+	require.NoError(t, err)
+	for i := range 50 {
+		var client, server side
+		openSide(t, &client, cf, ceq, info)
+		require.NoError(t, client.cm().Connect(name, []byte("hello")))
+		req, ok := waitEvent(t, seq).(*eq.ConnReq)
+		require.True(t, ok, "round %d", i)
+		openSide(t, &server, sf, seq, req.Info)
+		require.NoError(t, server.cm().Accept([]byte("welcome")))
+		require.IsType(t, &eq.Connected{}, waitEvent(t, seq))
+		require.NoError(t, server.cm().Shutdown(0))
+		require.IsType(t, &eq.Shutdown{}, waitEvent(t, seq))
+
+		ev := waitEvent(t, ceq)
+		c, ok := ev.(*eq.Connected)
+		require.True(t, ok, "round %d: the client's first event is %T %v, not eq.Connected", i, ev, ev)
+		require.Equal(t, []byte("welcome"), c.Data)
+		require.IsType(t, &eq.Shutdown{}, waitEvent(t, ceq), "round %d", i)
+		client.close(t)
+		server.close(t)
+	}
+	require.NoError(t, pep.Close())
+	require.NoError(t, ceq.Close())
+	require.NoError(t, cf.Close())
+	require.NoError(t, seq.Close())
+	require.NoError(t, sf.Close())
+}
