@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"github.com/gofabric/gofabric/internal/reftest"
+	"github.com/gofabric/gofabric/internal/testport"
 	"net"
 	"net/netip"
 	"os"
@@ -24,13 +25,13 @@ func cPingpong(t testing.TB) string {
 	return reftest.Tool(t, "fi_pingpong", "libfabric-bin")
 }
 
-// freePort returns a TCP port that was free a moment ago.
+// freePort returns a port for a peer process to listen on (internal/testport:
+// free now, and outside the range the kernel picks source ports from).
 func freePort(t testing.TB) uint16 {
 	t.Helper()
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	p, err := testport.Free()
 	require.NoError(t, err)
-	defer ln.Close()
-	return uint16(ln.Addr().(*net.TCPAddr).Port)
+	return uint16(p)
 }
 
 // cProcess starts the C tool; Cleanup kills it if it is still running.

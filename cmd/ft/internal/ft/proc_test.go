@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/cockroachdb/errors"
 	"github.com/gofabric/gofabric/internal/reftest"
+	"github.com/gofabric/gofabric/internal/testport"
 	"github.com/stretchr/testify/require"
 )
 
@@ -176,13 +176,11 @@ func (p *peer) report() string {
 	return fmt.Sprintf("--- %s (%s) stdout:\n%s--- %s stderr:\n%s", p.name, end, p.out.String(), p.name, p.errOut.String())
 }
 
-// freePort returns a TCP port of 127.0.0.1 that was free a moment ago.
+// freePort returns a port for a peer process to listen on (internal/testport:
+// free now, and outside the range the kernel picks source ports from).
 func freePort(t testing.TB) string {
 	t.Helper()
-	l, err := net.Listen("tcp4", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer l.Close()
-	return strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+	return testport.String(t)
 }
 
 // waitListening waits until a socket listens on TCP port (seen in
