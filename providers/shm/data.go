@@ -15,10 +15,13 @@ import (
 // sender's memory with process_vm_readv (one copy), or, where
 // cross-memory attach is not permitted, streamed through the bounce
 // buffers of the sender's entry in 16 KiB chunks, and completes when the
-// receiver has it (CMA) or when its last chunk is out (SAR). RMA is
-// answered by the target after it checked key, range and rights. A full
-// ring or queue, or a peer whose inbox does not exist (yet), gives bare
-// fi.EAGAIN.
+// receiver has it (CMA) or when its last chunk is out (SAR). With
+// FI_DELIVERY_COMPLETE (on the call, or as a default op flag) every
+// message completes when the receiver has it in a receive buffer: inline
+// and SAR ones then ask for an answer (flagAck), which it sends once it
+// placed them. RMA is answered by the target after it checked key, range
+// and rights. A full ring or queue, or a peer whose inbox does not exist
+// (yet), gives bare fi.EAGAIN.
 
 // txArgs are one transmit call's arguments, built on the caller's stack.
 type txArgs struct {
@@ -77,6 +80,11 @@ func (e *endpoint) post(a *txArgs, kind txKind) error {
 	}
 	report := !a.inject && (!e.txSel || a.flags&fi.FlagCompletion != 0)
 	cqData := a.flags&fi.FlagRemoteCQData != 0
+	// FI_DELIVERY_COMPLETE: the send completes once the target has the
+	// message in a receive buffer, which it says with an answer. The
+	// fi_inject calls have no completion to delay (C ignores the flag
+	// there too); CMA messages and RMA are answered anyway.
+	dc := !a.inject && a.flags&fi.FlagDeliveryComplete != 0 && (kind == txSend || kind == txTSend)
 
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -88,7 +96,7 @@ func (e *endpoint) post(a *txArgs, kind txKind) error {
 	if err != nil {
 		return err
 	}
-	if (kind == txSend || kind == txTSend) && size <= inlineMax && len(p.out) == 0 {
+	if (kind == txSend || kind == txTSend) && size <= inlineMax && len(p.out) == 0 && !dc {
 		s := p.q.reserve()
 		if s == nil {
 			if p.q.bad {
@@ -123,7 +131,7 @@ func (e *endpoint) post(a *txArgs, kind txKind) error {
 	d.txFree = d.txFree[:len(d.txFree)-1]
 	t := &d.tx[i]
 	t.kind, t.peer, t.size, t.ctx, t.cqFlags, t.report, t.inject, t.cnt = kind, p, size, a.ctx, cqFlags, report, a.inject, cnt
-	t.tag, t.data, t.cqData, t.key, t.addr = a.tag, a.data, cqData, a.key, a.addr
+	t.tag, t.data, t.cqData, t.key, t.addr, t.dc = a.tag, a.data, cqData, a.key, a.addr, dc
 	if inject {
 		t.iov[0], t.niov = t.inline[:size], 1
 		gather(t.inline[:size], a.iov[:a.niov])
@@ -153,7 +161,11 @@ func (e *endpoint) SendV(iov [][]byte, desc []any, dest fi.Addr, ctx any) error 
 }
 
 // SendMsg sends with flags (fi_sendmsg): fi.FlagRemoteCQData,
-// fi.FlagInject, fi.FlagCompletion.
+// fi.FlagInject, fi.FlagCompletion, fi.FlagDeliveryComplete (completes
+// once the message is in the target's receive buffer);
+// fi.FlagTransmitComplete and fi.FlagInjectComplete change nothing (a
+// message in the target's ring no longer depends on the sender), as in
+// C's shm.
 func (e *endpoint) SendMsg(msg *ep.Message, flags fi.Flags) error {
 	if msg == nil {
 		return errors.Wrap(fi.EINVAL, "shm: sendmsg: nil message")

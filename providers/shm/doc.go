@@ -59,7 +59,8 @@
 // Up to 192 bytes (the inject size) a message travels inline in one slot
 // and completes at once. Larger messages are read by the receiver from
 // the sender's memory with process_vm_readv (cross-memory attach: one
-// copy) and complete when the receiver answers. The receiver probes, when
+// copy) and complete when the receiver answers, which it does once the
+// message is in a receive buffer. The receiver probes, when
 // a peer first claims an entry, whether it may read that peer's memory;
 // where it may not (ptrace rights missing, as in many containers, or
 // FI_SHM_DISABLE_CMA set) messages are streamed instead through the
@@ -69,7 +70,15 @@
 // registrations: with CMA above 192 bytes, else in inline pieces; a
 // refused access completes at the initiator with an fi.EACCES error entry
 // and touches nothing. Writes and reads complete when the target
-// answers. Message order per peer is kept (FI_ORDER_SAS); tagged receives
+// answers. FI_DELIVERY_COMPLETE, on a send call or as a default op
+// flag, makes every message complete only once the receiver has it in a
+// receive buffer (fi_cq(3)), as C's shm does: inline and bounce-buffer
+// messages then ask the receiver for an answer too, which it sends when
+// it placed them, not when it merely took them in while no receive was
+// posted. The fi_inject calls ignore it (they have no completion), and
+// FI_TRANSMIT_COMPLETE and FI_INJECT_COMPLETE change nothing: a message
+// in the receiver's ring or bounce chunks no longer depends on the
+// sender. Message order per peer is kept (FI_ORDER_SAS); tagged receives
 // match tag under the ignore mask, and with FI_DIRECTED_RECV a receive's
 // source address. CQ entries read with ReadFrom carry the sender's
 // fi.Addr in the receiver's AV (FI_SOURCE), or fi.AddrUnspec
@@ -124,7 +133,8 @@
 //     error entries, a receive it was streaming into fails with
 //     fi.ECONNRESET, its entry in our inbox is freed, and the next send
 //     to it returns fi.ECONNRESET (small messages completed before the
-//     death may be lost: a send completes when it is in the peer's ring).
+//     death may be lost: a send completes when it is in the peer's ring,
+//     unless it asked for FI_DELIVERY_COMPLETE).
 //     Later sends connect to a new endpoint of that name as soon as one
 //     exists (fi.ECONNRESET while none does).
 //   - Checked state: the owner of an inbox checks, besides every slot,
@@ -146,6 +156,22 @@
 //     that a correct side overwrites before anyone reads it (ring slots
 //     ahead of the producer) does no harm and is not reported. Message
 //     payload is not checksummed.
+//
+// # Attributes
+//
+// GetInfo takes in hints what C 1.17's shm takes in its transmit and
+// receive attributes: the default op flags FI_COMPLETION,
+// FI_INJECT_COMPLETE, FI_TRANSMIT_COMPLETE and FI_DELIVERY_COMPLETE
+// (tx_attr.op_flags; FI_INJECT is declined, as in C) and FI_COMPLETION
+// (rx_attr.op_flags), and queues of 1 to 1024 entries, which the entry
+// then reports as C's does (none and 1024 without hints). They are the
+// defaults of the calls that take no flags (fi_endpoint(3)). tx_attr.size
+// bounds the sends in flight that hold a transmit entry (those waiting
+// for an answer, streaming, or queued behind one; an inline send that
+// goes out at once holds none), rx_attr.size the posted receives of each
+// kind (tagged and untagged): one more gets fi.EAGAIN. FI_MULTI_RECV,
+// FI_ATOMIC and FI_HMEM, which C's shm offers, are declined with that
+// reason.
 //
 // # Environment
 //

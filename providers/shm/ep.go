@@ -117,6 +117,10 @@ func (d *domain) OpenEndpoint(info *fi.Info) (ep.Endpoint, error) {
 	if info.EPAttr != nil && info.EPAttr.Type != fi.EPTypeUnspec && info.EPAttr.Type != fi.EPTypeRDM {
 		return nil, errors.Wrapf(fi.EINVAL, "shm: open endpoint: ep type %v not supported (offers FI_EP_RDM)", info.EPAttr.Type)
 	}
+	txSize, rxSize, err := queueSizes(info)
+	if err != nil {
+		return nil, err
+	}
 	if err := d.acquire("open endpoint"); err != nil {
 		return nil, err
 	}
@@ -135,7 +139,7 @@ func (d *domain) OpenEndpoint(info *fi.Info) (ep.Endpoint, error) {
 		e.rxFlags = e.info.RxAttr.OpFlags
 	}
 	e.bind.Init(e.info)
-	e.dp.init()
+	e.dp.init(txSize, rxSize)
 	e.noCMA = cmaDisabled()
 	e.checkIvl = checkInterval()
 	e.probe[0], e.probe[1] = probeMagic, uint64(os.Getpid())<<32|uint64(names.Add(1))

@@ -3,7 +3,9 @@
 package shm
 
 import (
+	"cmp"
 	"context"
+	"fmt"
 	"math"
 	"os"
 	"strconv"
@@ -33,12 +35,22 @@ const (
 
 	// injectSize is the largest Inject: what fits in a slot.
 	injectSize = inlineMax
-	// queueSize is the transmit and receive queue depth.
+	// queueSize is the deepest transmit and receive queue, and the depth
+	// entries offer unless hints ask for less (C's: 1024, the most its
+	// hints take).
 	queueSize = 1024
 	iovLimit  = 4
 	// rmaIOVLimit: one remote segment per RMA operation.
 	rmaIOVLimit = 1
 	cqDataSize  = 8
+)
+
+// txOpFlags and rxOpFlags are the operation flags hints may ask for as
+// defaults (tx_attr.op_flags, rx_attr.op_flags): C 1.17 shm's, but
+// FI_MULTI_RECV, which is not implemented.
+const (
+	txOpFlags = fi.FlagCompletion | fi.FlagInjectComplete | fi.FlagTransmitComplete | fi.FlagDeliveryComplete
+	rxOpFlags = fi.FlagCompletion
 )
 
 // mrMode: keys are the application's, RMA addresses are offsets into the
@@ -91,11 +103,26 @@ func (provider) Version() fi.Version { return provVersion }
 // node and service make ("fi_shm://node:service", "fi_shm://node",
 // "fi_shm://service"); without FI_SOURCE they name the destination. A
 // name must be at most 64 bytes of letters, digits and ".:_-".
+//
+// Hints may ask for what C 1.17's shm takes in its transmit and receive
+// attributes: the default operation flags FI_COMPLETION,
+// FI_INJECT_COMPLETE, FI_TRANSMIT_COMPLETE and FI_DELIVERY_COMPLETE
+// (tx_attr.op_flags) and FI_COMPLETION (rx_attr.op_flags), and queues of
+// 1 to 1024 entries (tx_attr.size, rx_attr.size). The entry carries the
+// hints' op flags and sizes, as C's do; without them, none and 1024.
+// FI_MULTI_RECV, FI_ATOMIC and FI_HMEM, which C's shm offers, are
+// declined with their reason: not implemented.
 func (provider) GetInfo(ctx context.Context, node, service string, flags fi.Flags, hints *fi.Info) ([]*fi.Info, error) {
 	if _, err := os.Stat(shmDir); err != nil {
 		return nil, declined(shmDir + " is not available: " + err.Error())
 	}
+	if reason := unsupportedHints(hints); reason != "" {
+		return nil, declined(reason)
+	}
 	e := newEntry()
+	// Matched against the op flags hints may ask for; the result then
+	// carries the hints' own (fromHints).
+	e.TxAttr.OpFlags, e.RxAttr.OpFlags = txOpFlags, rxOpFlags
 	e.SrcAddr = []byte(defaultName())
 	if node != "" || service != "" {
 		name := addrPrefix + strings.Trim(node+":"+service, ":")
@@ -130,8 +157,81 @@ func (provider) GetInfo(ctx context.Context, node, service string, flags fi.Flag
 	}
 	for _, i := range out {
 		i.SrcAddr, i.DestAddr = e.SrcAddr, e.DestAddr
+		fromHints(i, hints)
 	}
 	return out, nil
+}
+
+// fromHints sets the queue sizes and op flags of a result as C's
+// ofi_alter_info does: the hints' sizes, queueSize when they give none;
+// the hints' op flags, none without them.
+func fromHints(in, hints *fi.Info) {
+	var tx fi.TxAttr
+	var rx fi.RxAttr
+	if hints != nil && hints.TxAttr != nil {
+		tx = *hints.TxAttr
+	}
+	if hints != nil && hints.RxAttr != nil {
+		rx = *hints.RxAttr
+	}
+	in.TxAttr.Size, in.RxAttr.Size = cmp.Or(tx.Size, queueSize), cmp.Or(rx.Size, queueSize)
+	in.TxAttr.OpFlags, in.RxAttr.OpFlags = tx.OpFlags, rx.OpFlags
+}
+
+// unsupportedHints returns why hints cannot be met when they ask for a
+// negative queue size (size_t in C), or for what C's shm offers and this
+// one does not implement; else "".
+func unsupportedHints(hints *fi.Info) string {
+	if hints == nil {
+		return ""
+	}
+	caps := hints.Caps
+	var txCaps, rxCaps fi.Caps
+	var rxFlags fi.Flags
+	if hints.TxAttr != nil {
+		// FI_MULTI_RECV means nothing to a transmit context: C ignores
+		// it there, and so does the matcher.
+		txCaps = hints.TxAttr.Caps &^ fi.CapMultiRecv
+		if hints.TxAttr.Size < 0 {
+			return fmt.Sprintf("tx size %d not supported", hints.TxAttr.Size)
+		}
+	}
+	if hints.RxAttr != nil {
+		rxCaps, rxFlags = hints.RxAttr.Caps, hints.RxAttr.OpFlags
+		if hints.RxAttr.Size < 0 {
+			return fmt.Sprintf("rx size %d not supported", hints.RxAttr.Size)
+		}
+	}
+	caps |= txCaps | rxCaps
+	switch {
+	case caps&fi.CapMultiRecv != 0 || rxFlags&fi.FlagMultiRecv != 0:
+		return "FI_MULTI_RECV (multi-receive buffers) is not implemented by gofabric's shm (C's shm offers it)"
+	case caps&fi.CapAtomic != 0:
+		return "FI_ATOMIC (atomic operations) is not implemented by gofabric's shm (C's shm offers it)"
+	case caps&fi.CapHMEM != 0:
+		return "FI_HMEM (device memory) is not implemented by gofabric's shm (C's shm offers it)"
+	}
+	return ""
+}
+
+// queueSizes returns the transmit and receive queue depths of an
+// endpoint opened with info: its sizes, queueSize for 0; fi.EINVAL
+// beyond queueSize or below 0.
+func queueSizes(info *fi.Info) (tx, rx int, err error) {
+	tx, rx = queueSize, queueSize
+	if info.TxAttr != nil {
+		tx = cmp.Or(info.TxAttr.Size, queueSize)
+	}
+	if info.RxAttr != nil {
+		rx = cmp.Or(info.RxAttr.Size, queueSize)
+	}
+	switch {
+	case tx < 0 || tx > queueSize:
+		return 0, 0, errors.Wrapf(fi.EINVAL, "shm: open endpoint: tx size %d not supported (1 to %d)", tx, queueSize)
+	case rx < 0 || rx > queueSize:
+		return 0, 0, errors.Wrapf(fi.EINVAL, "shm: open endpoint: rx size %d not supported (1 to %d)", rx, queueSize)
+	}
+	return tx, rx, nil
 }
 
 func declined(reason string) error {

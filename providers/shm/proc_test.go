@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -64,6 +65,7 @@ func say(key, val string) { fmt.Fprintf(os.Stdout, "@@ %s %s\n", key, val) }
 // child is a running helper process.
 type child struct {
 	cmd   *exec.Cmd
+	stdin io.WriteCloser // what tell writes; a child may read it as os.Stdin
 	lines chan [2]string
 	mu    sync.Mutex // guards out
 	out   bytes.Buffer
@@ -86,6 +88,8 @@ func startChild(t testing.TB, role string, cred *syscall.Credential, env ...stri
 	}
 	c := &child{cmd: cmd, lines: make(chan [2]string, 64), done: make(chan struct{})}
 	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	c.stdin, err = cmd.StdinPipe()
 	require.NoError(t, err)
 	cmd.Stderr = &lockedWriter{c: c}
 	require.NoError(t, cmd.Start())
@@ -144,6 +148,13 @@ func (c *child) expect(t testing.TB, key string) string {
 		t.Fatalf("no %q from the child within %v (hang)\n%s", key, procWait, c.output())
 	}
 	return ""
+}
+
+// tell writes one line to the child's stdin.
+func (c *child) tell(t testing.TB, line string) {
+	t.Helper()
+	_, err := io.WriteString(c.stdin, line+"\n")
+	require.NoError(t, err, "telling the child %q\n%s", line, c.output())
 }
 
 // kill kills the child (SIGKILL) and waits for it.
@@ -209,7 +220,16 @@ type xnode struct {
 // counters when counters is set.
 func openX(t testing.TB, name string, counters bool) *xnode {
 	t.Helper()
+	return openXWith(t, name, counters, nil)
+}
+
+// openXWith is openX with hints that modify changes (when not nil).
+func openXWith(t testing.TB, name string, counters bool, modify func(*fi.Info)) *xnode {
+	t.Helper()
 	h := shmHints()
+	if modify != nil {
+		modify(h)
+	}
 	var infos []*fi.Info
 	var err error
 	if spec, ok := strings.CutPrefix(name, "src:"); ok {

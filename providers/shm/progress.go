@@ -56,6 +56,7 @@ type txEntry struct {
 	tag     uint64
 	data    uint64
 	cqData  bool
+	dc      bool   // FI_DELIVERY_COMPLETE: inline and SAR messages wait for an answer
 	key     uint64 // RMA
 	addr    uint64 // RMA: remote offset
 	idx     int32
@@ -82,12 +83,13 @@ type rxEntry struct {
 // unexEntry is a message that arrived before its receive: its header,
 // its inline payload or CMA segments, and where it came from.
 type unexEntry struct {
-	h    slotHeader
-	in   int
-	pid  int
-	src  fi.Addr
-	segs [maxCMAIOV][2]uint64
-	data [inlineMax]byte
+	h     slotHeader
+	in    int
+	nonce uint64 // the claimer of entry in when it came
+	pid   int
+	src   fi.Addr
+	segs  [maxCMAIOV][2]uint64
+	data  [inlineMax]byte
 }
 
 // ackEntry is an answer waiting for room in a peer's ring.
@@ -181,18 +183,24 @@ type dataPath struct {
 	unlinked bool
 }
 
-func (d *dataPath) init() {
+// init readies the data path for txSize transmit entries (operations
+// that wait for an answer, stream, or queue behind one; inline messages
+// that go out at once take none) and rxSize posted receives of each kind
+// (tagged and untagged): tx_attr.size and rx_attr.size.
+func (d *dataPath) init(txSize, rxSize int) {
 	d.peers = make(map[string]*peer)
 	d.gone = make(map[string]bool)
-	d.txFree = make([]int32, queueSize)
+	d.txFree = make([]int32, txSize)
 	d.unexFree = make([]int32, queueSize)
 	for i := range queueSize {
 		d.tx[i].idx = int32(i)
-		d.txFree[i] = int32(queueSize - 1 - i)
 		d.unexFree[i] = int32(queueSize - 1 - i)
 	}
-	d.recvs = make([]rxEntry, 0, queueSize)
-	d.trecvs = make([]rxEntry, 0, queueSize)
+	for i := range txSize {
+		d.txFree[i] = int32(txSize - 1 - i)
+	}
+	d.recvs = make([]rxEntry, 0, rxSize)
+	d.trecvs = make([]rxEntry, 0, rxSize)
 	d.unexp = make([]int32, 0, queueSize)
 	d.tunexp = make([]int32, 0, queueSize)
 }
@@ -527,6 +535,9 @@ func (d *dataPath) pushEntry(e *endpoint, p *peer, t *txEntry) bool {
 		if t.cqData {
 			h.flags = flagCQData
 		}
+		if t.dc {
+			h.flags |= flagAck
+		}
 		if t.size <= inlineMax {
 			s := p.q.reserve()
 			if s == nil {
@@ -536,6 +547,10 @@ func (d *dataPath) pushEntry(e *endpoint, p *peer, t *txEntry) bool {
 			h.put(s)
 			gather(s[slotHdr:], t.iov[:t.niov])
 			p.q.commit()
+			if t.dc {
+				t.hdr, t.sent, t.acks = true, t.size, 1
+				p.busy++
+			}
 			return true
 		}
 		if !t.hdr && p.cmaState() == 0 {
@@ -546,6 +561,7 @@ func (d *dataPath) pushEntry(e *endpoint, p *peer, t *txEntry) bool {
 			if s == nil {
 				return false
 			}
+			h.flags &^= flagAck // answered anyway
 			h.proto, h.niov = protoCMA, uint32(t.niov)
 			h.put(s)
 			for k, b := range t.iov[:t.niov] {
@@ -565,6 +581,10 @@ func (d *dataPath) pushEntry(e *endpoint, p *peer, t *txEntry) bool {
 			h.put(s)
 			p.q.commit()
 			t.hdr = true
+			if t.dc {
+				t.acks = 1 // the answer comes once the last chunk is placed
+				p.busy++
+			}
 		}
 		for t.sent < t.size {
 			k := int(p.chunk % sarChunks)
@@ -1025,6 +1045,9 @@ func (d *dataPath) slot(e *endpoint, i int, h *slotHeader, s []byte) (done, bad 
 		if in.sarGot == in.sarSize {
 			in.sar = false
 			d.delivered(e, &in.sarRecv, &in.sarH, in.sarSrc, in.sarPlace)
+			if in.sarH.flags&flagAck != 0 {
+				d.queueAck(i, in.sarH.msgID, 0, 0, nil) // the loop left room
+			}
 		}
 		return true, false
 	case opMsg, opTagged:
@@ -1110,7 +1133,7 @@ func (d *dataPath) stash(e *endpoint, i int, h *slotHeader, s []byte, src fi.Add
 	u := d.unexFree[len(d.unexFree)-1]
 	d.unexFree = d.unexFree[:len(d.unexFree)-1]
 	x := &d.unexPool[u]
-	x.h, x.in, x.pid, x.src = *h, i, d.ins[i].pid, src
+	x.h, x.in, x.nonce, x.pid, x.src = *h, i, d.ins[i].nonce, d.ins[i].pid, src
 	if h.proto == protoInline {
 		copy(x.data[:], s[slotHdr:slotHdr+int(h.inlineLen)])
 	} else {
@@ -1128,12 +1151,18 @@ func (d *dataPath) stash(e *endpoint, i int, h *slotHeader, s []byte, src fi.Add
 }
 
 // deliver places a message into receive r and completes it: inline
-// payload from data, or CMA segments (from the slot s or from segs).
+// payload from data, or CMA segments (from the slot s or from segs). It
+// answers entry i's claimer, for a CMA message or one with flagAck,
+// unless i is -1 (the claimer left; the caller checked there is room
+// for an answer).
 func (d *dataPath) deliver(e *endpoint, i int, r *rxEntry, h *slotHeader, data []byte, segs *[maxCMAIOV][2]uint64, pid int, src fi.Addr) {
 	switch h.proto {
 	case protoInline:
 		n := scatterAt(r.iov[:r.niov], 0, data[:h.inlineLen])
 		d.delivered(e, r, h, src, n)
+		if h.flags&flagAck != 0 && i >= 0 {
+			d.queueAck(i, h.msgID, 0, 0, nil)
+		}
 	case protoCMA:
 		want := int(min(h.size, uint64(r.size)))
 		for _, b := range r.iov[:r.niov] {
@@ -1155,7 +1184,9 @@ func (d *dataPath) deliver(e *endpoint, i int, r *rxEntry, h *slotHeader, data [
 		} else {
 			d.delivered(e, r, h, src, n)
 		}
-		d.queueAck(i, h.msgID, status, 0, nil)
+		if i >= 0 {
+			d.queueAck(i, h.msgID, status, 0, nil)
+		}
 	}
 }
 
@@ -1328,24 +1359,28 @@ func (d *dataPath) postRecv(e *endpoint, r *rxEntry) error {
 		if r.tagged && (r.tag^x.h.tag)&^r.ignore != 0 || r.src != fi.AddrUnspec && r.src != x.src {
 			continue
 		}
-		if x.h.proto == protoCMA && d.ackN == ackQSize {
+		in := x.in
+		if a := &d.ins[in]; !a.active || a.nonce != x.nonce {
+			in = -1 // its sender left: nobody to answer
+		}
+		if in >= 0 && (x.h.proto == protoCMA || x.h.flags&flagAck != 0) && d.ackN == ackQSize {
 			if d.flushAcks(e); d.ackN == ackQSize {
 				return fi.EAGAIN
 			}
 		}
 		copy((*l)[k:], (*l)[k+1:])
 		*l = (*l)[:len(*l)-1]
-		d.deliver(e, x.in, r, &x.h, x.data[:], &x.segs, x.pid, x.src)
+		d.deliver(e, in, r, &x.h, x.data[:], &x.segs, x.pid, x.src)
 		d.unexFree = append(d.unexFree, u)
 		return nil
 	}
 	if r.tagged {
-		if len(d.trecvs) == queueSize {
+		if len(d.trecvs) == cap(d.trecvs) {
 			return fi.EAGAIN
 		}
 		d.trecvs = append(d.trecvs, *r)
 	} else {
-		if len(d.recvs) == queueSize {
+		if len(d.recvs) == cap(d.recvs) {
 			return fi.EAGAIN
 		}
 		d.recvs = append(d.recvs, *r)

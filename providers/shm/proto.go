@@ -11,7 +11,7 @@ import "encoding/binary"
 //
 //	0   u8  op          opMsg, opTagged, opWrite, opRead, opAck, opSAR, opBye
 //	1   u8  proto       protoInline, protoCMA, protoSAR
-//	2   u16 flags       flagCQData
+//	2   u16 flags       flagCQData, flagAck
 //	4   u32 len         inline: payload bytes in the slot; opSAR: bytes in the
 //	                    chunk; protoCMA: the number of segments
 //	8   u64 size        the operation's total length
@@ -49,7 +49,14 @@ const (
 	protoSAR    = 2 // in opSAR chunks that follow
 )
 
-const flagCQData = 1
+// Slot flags.
+const (
+	flagCQData = 1 // the message or write carries remote CQ data
+	// flagAck asks the receiver of an inline or SAR message to answer
+	// (opAck) once the message is in a receive buffer: the sender's
+	// FI_DELIVERY_COMPLETE. CMA messages are always answered.
+	flagAck = 2
+)
 
 // slotHeader is a decoded slot header.
 type slotHeader struct {
@@ -112,7 +119,10 @@ func (h *slotHeader) parse(b []byte) bool {
 	case h.proto == protoCMA:
 		h.niov, h.inlineLen = h.inlineLen, 0
 	}
-	if h.flags&^flagCQData != 0 || h.size > 1<<62 {
+	if h.flags&^(flagCQData|flagAck) != 0 || h.size > 1<<62 {
+		return false
+	}
+	if h.flags&flagAck != 0 && (h.op != opMsg && h.op != opTagged || h.proto == protoCMA) {
 		return false
 	}
 	switch h.op {
