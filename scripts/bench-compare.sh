@@ -20,11 +20,22 @@
 #   -C CBIN    C fi_pingpong (default /usr/bin/fi_pingpong)
 #   -G GOBIN   prebuilt Go fi_pingpong (default: go build ./cmd/fi_pingpong)
 #
+#   scripts/bench-compare.sh bw [OPTIONS]
+#
+# runs the streaming comparison instead, scripts/bench-bw.sh: fabtests'
+# bandwidth benchmarks (rdm_tagged_bw, msg_bw, rma_bw -o write), Go against
+# Go and C against C, over tcp and shm; its options are bench-bw.sh's.
+#
 # Each run uses a fresh control port (-B/-P) and FI_TCP_IFACE=lo. A failed run
 # stops the script with its output and a non-zero status. Within a round the
 # order alternates (C then Go, then Go then C) so drift hits both alike.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+if [[ ${1:-} == bw ]]; then
+	shift
+	exec ./scripts/bench-bw.sh "$@"
+fi
 
 prov=tcp ep=msg sizes=64,1048576 iters="" rounds=5 limit=120 quiet_max=180
 cbin=/usr/bin/fi_pingpong gobin=""

@@ -7,9 +7,13 @@
 //	ft rdm_tagged_pingpong -p tcp -s 127.0.0.1 -B 47001             # server
 //	fi_rdm_tagged_pingpong -p tcp -P 47001 127.0.0.1                # C client
 //
-// Programs so far: msg_pingpong, rdm_pingpong, rdm_tagged_pingpong,
-// rdm_cntr_pingpong and dgram_pingpong (the latency benchmarks); "ft"
-// alone lists them, "ft PROGRAM -h" lists a program's options.
+// Programs: the latency benchmarks msg_pingpong, rdm_pingpong,
+// rdm_tagged_pingpong, rdm_cntr_pingpong and dgram_pingpong; the
+// bandwidth benchmarks msg_bw, rdm_tagged_bw, rma_bw and bw (a window of
+// -W operations in flight); the functional tests msg, rdm,
+// rdm_tagged_peek, cm_data, dgram, unexpected_msg, rdm_multi_client,
+// rdm_rma_event and msg_inject. "ft" alone lists them, "ft PROGRAM -h"
+// lists a program's options.
 //
 // The options are C's (read by internal/getopt as glibc's getopt_long
 // reads them): -p -e -d -f -s -B -P -E[=port] -b[=port] -C -I -w -S

@@ -34,6 +34,14 @@
 //   - pattern.go: -v's payload pattern; perf.go: ft_start/ft_stop and
 //     the result rows (show_perf, show_perf_mr for -m);
 //   - benchmark.go: benchmark_shared.c's pingpong();
+//   - window.go: benchmark_shared.c's bandwidth() with its window of
+//     -W operations in flight (bw_tx_comp, bw_rx_comp);
+//   - rma.go: the key exchange (ft_exchange_keys), RMA posts
+//     (ft_post_rma, ft_post_rma_inject) and bandwidth_rma();
+//   - functional.go: what the functional programs share: the greeting
+//     (ft_send_greeting, ft_recv_greeting, check_recv_msg), optstrings
+//     that name a letter twice, ft_cq_read_verify, ft_sock_sync, and
+//     ft_free_res keeping the out-of-band socket;
 //   - errors.go: exit statuses (ft_exit_code) and error printing.
 //
 // A new program is a new file: build the optstring from the opts*
@@ -62,8 +70,8 @@
 //     word);
 //   - what gofabric does not have is refused with ENOSYS and the reason:
 //     -K (fork), -D (device memory), -Q (EQ bound to the domain), -a
-//     (named AVs), -c fd and -c yield (wait objects), msg_pingpong -o
-//     tagged (shared receive contexts);
+//     (named AVs), -c yield (FI_WAIT_YIELD), msg_pingpong -o tagged
+//     (shared receive contexts);
 //   - CQs for untagged tests are opened with FI_CQ_FORMAT_MSG, not
 //     CONTEXT, to see each receive's length; the data buffers hold one
 //     message each way, not a window of them (the pingpongs use the first

@@ -154,7 +154,7 @@ func (s *Session) waitObj() fi.WaitObj {
 // wait object.
 func (s *Session) waitHint(err error) error {
 	if fi.Code(err) == fi.ENOSYS && s.waitObj() != fi.WaitNone && s.waitObj() != fi.WaitUnspec {
-		return errors.WithHint(err, "gofabric's CQs and counters wait without a file descriptor: use -c sread (blocking reads) or -c spin")
+		return errors.WithHint(err, "gofabric's CQs and counters wait by blocking reads (-c sread), on a file descriptor (-c fd) or not at all (-c spin)")
 	}
 	return err
 }

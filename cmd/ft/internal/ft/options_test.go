@@ -234,10 +234,8 @@ func TestUnsupportedFailsClearly(t *testing.T) {
 		status fi.Errno
 		stderr []string
 	}{
-		{"FI_DELIVERY_COMPLETE (-U)", []string{"rdm_pingpong", "-U"}, fi.ENODATA, []string{"fi_getinfo", "FI_DELIVERY_COMPLETE not supported"}},
 		{"prefix mode (-k)", []string{"rdm_pingpong", "-k"}, fi.ENODATA, []string{"FI_MSG_PREFIX"}},
 		{"EQ bound to the domain (-Q)", []string{"rdm_pingpong", "-Q"}, fi.ENOSYS, []string{"fi_domain_bind"}},
-		{"wait fd (-c fd)", []string{"rdm_pingpong", "-c", "fd"}, fi.ENOSYS, []string{"fi_cq_open", "hint: gofabric's CQs and counters wait without a file descriptor"}},
 		{"wait yield (-c yield)", []string{"rdm_cntr_pingpong", "-c", "yield"}, fi.ENOSYS, []string{"fi_cq_open", "-c sread"}},
 		{"named AV (-a)", []string{"rdm_pingpong", "-a", "shared"}, fi.ENOSYS, []string{"fi_av_open", "-a shared"}},
 		// C's msg_pingpong -o tagged asks for a shared receive context;
@@ -287,11 +285,11 @@ func TestMsgClientNeedsSource(t *testing.T) {
 // TestPinCore runs ft with --pin-core in a child process (it changes the
 // process's CPU affinity): a good list is applied silently, a bad one is
 // a warning, as in C, and the run goes on to its own result (here
-// fi_getinfo's refusal of -U).
+// fi_getinfo's refusal of -k).
 func TestPinCore(t *testing.T) {
 	for _, tt := range []struct{ list, warn string }{{"0", ""}, {"0-0,0", ""}, {"x", "Pin to core x failed"}, {"3-1", "Pin to core 3-1 failed"}} {
-		// -U: fi_getinfo fails, after the pinning.
-		p := startPeer(t, "go", "server", "rdm_pingpong", "--pin-core", tt.list, "-p", "tcp", "-s", "127.0.0.1", "-B", freePort(t), "-U")
+		// -k: fi_getinfo fails, after the pinning.
+		p := startPeer(t, "go", "server", "rdm_pingpong", "--pin-core", tt.list, "-p", "tcp", "-s", "127.0.0.1", "-B", freePort(t), "-k")
 		require.Equal(t, int(fi.ENODATA), p.status(t, peerLimit), "%s", p.report())
 		if tt.warn == "" {
 			require.NotContains(t, p.errOut.String(), "Pin to core")

@@ -82,8 +82,8 @@ func pingpongPairs() []pair {
 			ps = append(ps, pair{prov: "shm", prog: prog, server: "go", client: "go", v: v})
 		}
 	}
-	// The completion methods: counters by busy polling, and CQs read
-	// with fi_cq_sread.
+	// The completion methods: counters by busy polling, CQs read with
+	// fi_cq_sread, and CQs waited on through their wait descriptor.
 	plain := pingpongVariants[0]
 	ps = append(ps,
 		pair{prov: "tcp", prog: "rdm_cntr_pingpong", server: "go", client: "c", v: plain, extra: []string{"-c", "spin"}},
@@ -93,6 +93,10 @@ func pingpongPairs() []pair {
 		pair{prov: "shm", prog: "rdm_pingpong", server: "go", client: "go", v: plain, extra: []string{"-c", "sread"}},
 		pair{prov: "tcp", prog: "msg_pingpong", server: "go", client: "c", v: plain, extra: []string{"-c", "sread"}},
 		pair{prov: "tcp", prog: "msg_pingpong", server: "c", client: "go", v: plain, extra: []string{"-c", "sread"}},
+		pair{prov: "tcp", prog: "rdm_pingpong", server: "go", client: "c", v: plain, extra: []string{"-c", "fd"}},
+		pair{prov: "tcp", prog: "rdm_pingpong", server: "c", client: "go", v: plain, extra: []string{"-c", "fd"}},
+		pair{prov: "tcp", prog: "msg_pingpong", server: "go", client: "c", v: plain, extra: []string{"-c", "fd"}},
+		pair{prov: "shm", prog: "rdm_tagged_pingpong", server: "go", client: "go", v: plain, extra: []string{"-c", "fd"}},
 	)
 	return ps
 }

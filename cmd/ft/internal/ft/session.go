@@ -93,6 +93,11 @@ type Session struct {
 
 	startTime, endTime time.Time
 	headerShown        bool // show_perf's header is out
+
+	// local is the program's own state, such as the options only it
+	// takes: set by its init, read by its parse and run (nil when it has
+	// none).
+	local any
 }
 
 // newSession returns a Session with INIT_OPTS, empty hints (fi_allocinfo)

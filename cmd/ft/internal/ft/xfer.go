@@ -223,7 +223,9 @@ func (s *Session) getTxComp(total uint64) error {
 func (s *Session) getCQComp(cq eq.CompletionQueue, cur *uint64, total uint64, rx bool, expect int, timeout time.Duration) error {
 	var err error
 	switch s.opts.CompMethod {
-	case CompSRead, CompYield, CompWaitFD, CompWaitSet:
+	case CompWaitFD:
+		err = s.fdWaitForComp(cq, cur, total, rx, expect, timeout)
+	case CompSRead, CompYield, CompWaitSet:
 		err = s.waitForComp(cq, cur, total, rx, expect, timeout)
 	default:
 		err = s.spinForComp(cq, cur, total, rx, expect, timeout)
@@ -292,6 +294,72 @@ func (s *Session) waitForComp(cq eq.CompletionQueue, cur *uint64, total uint64, 
 		}
 	}
 	return nil
+}
+
+// fdWaitForComp is ft_fdwait_for_comp (-c fd): when fi_trywait says the
+// queue may be waited on, poll(2) its wait descriptor, then fi_cq_read.
+// A poll that sees nothing for timeout (0: no bound) fails as C's
+// does; the session's end (a signal) is noticed within a second.
+func (s *Session) fdWaitForComp(cq eq.CompletionQueue, cur *uint64, total uint64, rx bool, expect int, timeout time.Duration) error {
+	fd, err := eq.WaitFD(cq)
+	if err != nil {
+		return callErr("fi_control(FI_GETWAIT)", err)
+	}
+	w := cq.(eq.FDWaiter) // eq.WaitFD succeeded
+	for *cur < total {
+		switch err := w.TryWait(); {
+		case err == nil:
+			if err := s.pollFD(fd, timeout); err != nil {
+				if fi.Code(err) == fi.ETIMEDOUT {
+					return s.timeoutErr(timeout, rx, *cur, total)
+				}
+				return err
+			}
+		case err != fi.EAGAIN:
+			return callErr("fi_trywait", err)
+		}
+		n, err := cq.Read(s.comp[:])
+		if n > 0 {
+			if err := s.checkComp(rx, expect); err != nil {
+				return err
+			}
+			*cur++
+			continue
+		}
+		if err != nil && err != fi.EAGAIN {
+			return err
+		}
+	}
+	return nil
+}
+
+// pollFD waits until fd is readable: fi.ETIMEDOUT after timeout (when
+// positive), the session's error when it ends.
+func (s *Session) pollFD(fd int, timeout time.Duration) error {
+	var deadline time.Time
+	if timeout > 0 {
+		deadline = time.Now().Add(timeout)
+	}
+	for {
+		if err := s.ctx.Err(); err != nil {
+			return err
+		}
+		slice := time.Second
+		if !deadline.IsZero() {
+			left := time.Until(deadline)
+			if left <= 0 {
+				return fi.ETIMEDOUT
+			}
+			slice = min(slice, left)
+		}
+		ready, err := pollReadable(fd, slice)
+		switch {
+		case err != nil:
+			return callErr("poll", err)
+		case ready:
+			return nil
+		}
+	}
 }
 
 // checkComp checks the completion just read: a receive's tag (tagged
