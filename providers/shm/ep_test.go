@@ -5,8 +5,11 @@ package shm_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -157,4 +160,104 @@ func itoa(n int) string {
 			return string(b)
 		}
 	}
+}
+
+// Two endpoints that write to each other with many writes in flight, as
+// fabtests' rma_bw -o write does on both sides at once (each driven by a
+// goroutine of its own here, as by a process of its own there): every
+// write is answered, and the answers must keep flowing while both rings
+// are full of writes. They used to stop after about 1200 writes a side:
+// each endpoint's answer queue full, each waiting for the other to take
+// a slot, and every write refused with fi.EAGAIN from then on. Inline
+// (64 B) and cross-memory-attach (4 KiB) writes, and 4 KiB written in
+// inline pieces where cross-memory attach is off.
+func TestWritesBothWaysKeepFlowing(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	for _, c := range []struct {
+		name, cma string
+		size      int
+	}{{"inline", "0", 64}, {"cma", "0", 4096}, {"pieces", "1", 4096}} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Setenv("FI_SHM_DISABLE_CMA", c.cma)
+			a, b := openNode(t), openNode(t)
+			defer a.close(t)
+			defer b.close(t)
+			nodes := []*node{a, b}
+			dest := []fi.Addr{a.insert(t, b.name), b.insert(t, a.name)}
+			for i, n := range nodes {
+				mr, err := fi.RegisterMR(n.domain, &fi.MRAttr{Buf: make([]byte, c.size),
+					Access: fi.AccessRemoteWrite, RequestedKey: uint64(i + 1)}, 0)
+				require.NoError(t, err)
+				defer mr.Close()
+			}
+			const writes = 20000
+			var finished atomic.Int32
+			errs := make([]error, 2)
+			var wg sync.WaitGroup
+			for i, n := range nodes {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					errs[i] = writeLoop(n, dest[i], uint64(2-i), c.size, writes, &finished)
+				}()
+			}
+			wg.Wait()
+			require.NoError(t, errs[0], "endpoint a")
+			require.NoError(t, errs[1], "endpoint b")
+		})
+	}
+}
+
+// writeLoop writes size bytes to key at dest n times, posting until
+// fi.EAGAIN and then reading the CQ, and goes on reading it until the
+// other side's loop is done too (it answers that side's writes). It
+// fails when for 20 s no write is accepted and nothing completes.
+func writeLoop(n *node, dest fi.Addr, key uint64, size, writes int, finished *atomic.Int32) error {
+	src := bytes.Repeat([]byte{7}, size)
+	rma := n.ep.(ep.RMA)
+	var buf [64]eq.Completion
+	posted, comps := 0, 0
+	mine := false
+	lastMove := time.Now()
+	for finished.Load() < 2 {
+		moved := false
+		for posted < writes {
+			var err error
+			if size <= 192 {
+				err = rma.InjectWrite(src, dest, 0, key)
+			} else {
+				err = rma.Write(src, nil, dest, 0, key, nil)
+			}
+			if err == fi.EAGAIN {
+				break
+			}
+			if err != nil {
+				return fmt.Errorf("write %d: %w", posted, err)
+			}
+			posted++
+			moved = true
+		}
+		k, err := n.cq.Read(buf[:])
+		if err == fi.EAVAIL {
+			e, _ := n.cq.ReadErr()
+			return fmt.Errorf("error completion %v", e)
+		}
+		if k > 0 {
+			comps += k
+			moved = true
+		}
+		if size <= 192 {
+			comps = posted // injected: no completions
+		}
+		if !mine && posted == writes && comps == writes {
+			mine = true
+			finished.Add(1)
+		}
+		if moved {
+			lastMove = time.Now()
+		} else if time.Since(lastMove) > 20*time.Second {
+			return fmt.Errorf("no write accepted and no completion for 20 s: %d writes posted, %d completed", posted, comps)
+		}
+	}
+	return nil
 }

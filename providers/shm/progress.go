@@ -20,7 +20,17 @@ import (
 // has met its peers.
 
 const (
-	ackQSize      = 256
+	// answerCredits bounds the answers a sender may be owed by one peer
+	// at a time (peer.busy): a slot that asks for an answer waits while
+	// that many are outstanding. A receiver then never owes more than
+	// ackQSize answers, so its answer queue never fills, and it never
+	// stops taking slots from its inbox for want of room for an answer.
+	// Without the bound, two endpoints writing to each other with many
+	// operations in flight could fill both rings with requests and both
+	// answer queues, each waiting for the other to take a slot
+	// (fabtests' rma_bw -o write at 64 B stopped after ~1200 writes).
+	answerCredits = 16
+	ackQSize      = maxPeers * answerCredits
 	slotsPerVisit = 64 // slots taken from one peer per progress call
 )
 
@@ -112,7 +122,7 @@ type peer struct {
 	q     *txRing
 	bell  unix.SockaddrUnix
 	out   []int32 // transmit entries with slots still to send, in order
-	busy  int     // entries waiting for this peer's answers
+	busy  int     // answers this peer owes us (at most answerCredits)
 	chunk uint64  // next SAR chunk number
 	// chunkAt is the ring index of the slot that last named each bounce
 	// chunk, and chunkUsed the chunks named so far: a chunk still busy
@@ -539,6 +549,9 @@ func (d *dataPath) pushEntry(e *endpoint, p *peer, t *txEntry) bool {
 			h.flags |= flagAck
 		}
 		if t.size <= inlineMax {
+			if t.dc && p.busy >= answerCredits {
+				return false
+			}
 			s := p.q.reserve()
 			if s == nil {
 				return false
@@ -557,6 +570,9 @@ func (d *dataPath) pushEntry(e *endpoint, p *peer, t *txEntry) bool {
 			return false // the owner has not probed us yet: wait for its answer to choose
 		}
 		if !t.hdr && p.cmaOK() {
+			if p.busy >= answerCredits {
+				return false
+			}
 			s := p.q.reserve()
 			if s == nil {
 				return false
@@ -573,6 +589,9 @@ func (d *dataPath) pushEntry(e *endpoint, p *peer, t *txEntry) bool {
 			return true
 		}
 		if !t.hdr {
+			if t.dc && p.busy >= answerCredits {
+				return false
+			}
 			s := p.q.reserve()
 			if s == nil {
 				return false
@@ -616,6 +635,9 @@ func (d *dataPath) pushEntry(e *endpoint, p *peer, t *txEntry) bool {
 			return false // wait for the probe's answer to choose
 		}
 		if !t.hdr && t.size > inlineMax && p.cmaOK() {
+			if p.busy >= answerCredits {
+				return false
+			}
 			s := p.q.reserve()
 			if s == nil {
 				return false
@@ -637,6 +659,9 @@ func (d *dataPath) pushEntry(e *endpoint, p *peer, t *txEntry) bool {
 		// Inline pieces of at most inlineMax bytes, each answered; the
 		// remote CQ data rides on the last one.
 		for t.sent < t.size || !t.hdr {
+			if p.busy >= answerCredits {
+				return false
+			}
 			s := p.q.reserve()
 			if s == nil {
 				return false
