@@ -104,7 +104,7 @@ step "verbs provider: build tag, and its tests in the Soft-RoCE VM"
 if [ ! -f /usr/include/infiniband/verbs.h ] || [ ! -f /usr/include/rdma/rdma_cma.h ] || [ -z "$race" ]; then
 	missing "the verbs build: needs gcc, libibverbs-dev and librdmacm-dev"
 else
-	verbs_pkgs=(./providers/verbs/... ./cmd/fi_pingpong/...)
+	verbs_pkgs=(./providers/verbs/... ./cmd/fi_pingpong/... ./cmd/ft/...)
 	go vet -tags verbs "${verbs_pkgs[@]}"
 	staticcheck -tags verbs "${verbs_pkgs[@]}"
 	if [ -n "${VERBS_VM:-}" ] && [ -x "${VERBS_VM}" ]; then
@@ -119,6 +119,13 @@ else
 		# other in the guest.
 		go test -race -tags verbs -count=1 -exec "$vmexec" ./providers/verbs/...
 		go test -race -tags verbs -count=1 -run Verbs -exec "$vmexec" ./cmd/fi_pingpong/internal/pingpong/
+		# libfabric's C fabtests against cmd/ft over verbs (MSG): the guest
+		# gets FABTESTS_BIN at the same path.
+		if [ -n "${FABTESTS_BIN:-}" ] && [ -d "$FABTESTS_BIN" ]; then
+			go test -race -tags verbs -count=1 -run TestVerbsInterop -exec "$vmexec -e FABTESTS_BIN -s $FABTESTS_BIN" ./cmd/ft/internal/ft/
+		else
+			missing "cmd/ft's verbs pairs with libfabric's C fabtests: FABTESTS_BIN does not name their bin/ (.ci/run builds them)"
+		fi
 	else
 		missing "the Soft-RoCE VM run of the verbs tests: VERBS_VM does not name its script (.ci/run passes it)"
 		go test -tags verbs -count=1 ./providers/verbs/...

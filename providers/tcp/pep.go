@@ -268,6 +268,11 @@ func (p *passiveEP) SetName(addr []byte) error {
 	return p.bindTo(ap)
 }
 
+// CMDataSize is the most private data a connection request to this
+// passive endpoint, and its accept or reject, carry
+// (fi_getopt(FI_OPT_CM_DATA_SIZE) on a passive endpoint): 256 bytes, as its endpoints.
+func (p *passiveEP) CMDataSize() int { return cmMaxDataSize }
+
 // Name copies the bound address into buf (fi_getname), with the
 // ETOOSMALL rule of ep.Namer.
 func (p *passiveEP) Name(buf []byte) (int, error) {

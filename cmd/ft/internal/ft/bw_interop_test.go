@@ -141,16 +141,16 @@ func runBWPair(t *testing.T, p bwPair) (srv, cli *peer) {
 			args[i] = strings.ReplaceAll(a, oobPlaceholder, oobPort)
 		}
 	}
-	srvArgs := append([]string{"-p", p.prov, "-s", "127.0.0.1", "-B", dataPort}, args...)
+	srvArgs := append([]string{"-p", p.prov, "-s", pairHost(p.prov), "-B", dataPort}, args...)
 	cliArgs := []string{"-p", p.prov, "-P", dataPort}
 	switch {
 	case p.prov != "shm":
-		cliArgs = append(cliArgs, "-s", "127.0.0.1")
+		cliArgs = append(cliArgs, "-s", pairHost(p.prov))
 	case oobPort != "":
 		// gofabric's shm names an endpoint after -s and -B.
 		cliArgs = append(cliArgs, "-B", freePort(t))
 	}
-	cliArgs = append(append(cliArgs, args...), "127.0.0.1")
+	cliArgs = append(append(cliArgs, args...), pairHost(p.prov))
 
 	srv = startPeer(t, p.server, "server", p.prog, srvArgs...)
 	switch {
@@ -158,6 +158,8 @@ func runBWPair(t *testing.T, p bwPair) (srv, cli *peer) {
 		waitListening(t, srv, oobPort)
 	case p.prov == "tcp":
 		waitListening(t, srv, dataPort)
+	case p.prov == "verbs":
+		waitCMListening(t, srv, dataPort)
 	}
 	cli = startPeer(t, p.client, "client", p.prog, cliArgs...)
 	srvStatus := srv.status(t, peerLimit, cli)

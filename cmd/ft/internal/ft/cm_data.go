@@ -146,25 +146,9 @@ func (s *Session) cmDataServerSetup() (int, error) {
 	if err := s.startServer(); err != nil {
 		return 0, err
 	}
-	if c, ok := s.pep.(interface{ CMDataSize() int }); ok {
-		return c.CMDataSize(), nil
-	}
-	// gofabric's passive endpoints do not answer FI_OPT_CM_DATA_SIZE yet
-	// (issue 21): ask an endpoint of the same provider, opened and closed
-	// for it.
-	d, err := s.fabric.OpenDomain(s.pepInfo)
-	if err != nil {
-		return 0, callErr("fi_domain", err)
-	}
-	defer d.Close()
-	e, err := ep.Open(d, s.pepInfo)
-	if err != nil {
-		return 0, callErr("fi_endpoint", err)
-	}
-	defer e.Close()
-	c, ok := e.(ep.CM)
+	c, ok := s.pep.(interface{ CMDataSize() int })
 	if !ok {
-		return 0, errors.Wrapf(fi.ENOSYS, "fi_getopt FI_OPT_CM_DATA_SIZE: %s's endpoints have no connection management", s.pepInfo.FabricAttr.ProvName)
+		return 0, errors.Wrapf(fi.ENOSYS, "fi_getopt FI_OPT_CM_DATA_SIZE: %s's passive endpoints do not tell their CM data size", s.pepInfo.FabricAttr.ProvName)
 	}
 	return c.CMDataSize(), nil
 }

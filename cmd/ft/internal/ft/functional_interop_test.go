@@ -3,6 +3,7 @@ package ft
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"fmt"
 	"net"
 	"os"
@@ -43,11 +44,7 @@ import (
 //     the out-of-band socket its server waits for);
 //   - rdm_tagged_peek with -S 100000 and up, or -S 0: they fail C against
 //     C (the sends of five large messages do not complete; a 0-byte
-//     receive truncates the sync message);
-//   - over shm, rdm -U, rdm_multi_client -U and msg_inject -A
-//     inj_complete without -N: C's shm takes FI_DELIVERY_COMPLETE and
-//     FI_INJECT_COMPLETE in the transmit op flags, gofabric's shm does not
-//     offer them (fi_getinfo: ENODATA on both sides).
+//     receive truncates the sync message).
 
 // Placeholders in a pair's arguments, replaced by free ports.
 const (
@@ -66,6 +63,9 @@ type fpair struct {
 	// status is what both sides exit with: 0, or 61 where the provider
 	// lacks what the program needs (C's "not run").
 	status int
+	// cmData is the provider's CM data size (cm_data's limit): 0 for
+	// tcp's 256.
+	cmData int
 }
 
 func (p fpair) name() string {
@@ -123,6 +123,11 @@ func functionalPairs() []fpair {
 		add(bothWays(fpair{prov: "tcp", prog: "rdm_multi_client", variant: strings.Join(mc, "_"), args: append([]string{"-C", "3", "-I", "5"}, mc...)})...)
 	}
 	add(goGo(fpair{prov: "shm", prog: "rdm_multi_client", variant: "-R", args: []string{"-C", "3", "-I", "5", "-R"}}))
+	// FI_DELIVERY_COMPLETE (-U) and FI_INJECT_COMPLETE as default op
+	// flags, which gofabric's shm takes as C's does.
+	add(goGo(fpair{prov: "shm", prog: "rdm", variant: "-U", args: []string{"-U"}}))
+	add(goGo(fpair{prov: "shm", prog: "rdm_multi_client", variant: "-U", args: []string{"-C", "3", "-I", "5", "-U"}}))
+	add(goGo(fpair{prov: "shm", prog: "msg_inject", variant: "-A_inj_complete", args: []string{"-A", "inj_complete", "-v", "-I", "5"}}))
 
 	// unexpected_msg always uses the out-of-band socket (port 3000
 	// unless -E or -b names one).
@@ -176,7 +181,7 @@ func runFunctional(t *testing.T, p fpair) {
 			args[i] = cmPort
 		}
 	}
-	srvArgs := append([]string{"-p", p.prov, "-s", "127.0.0.1", "-B", dataPort}, args...)
+	srvArgs := append([]string{"-p", p.prov, "-s", pairHost(p.prov), "-B", dataPort}, args...)
 	srv := startPeer(t, p.server, "server", p.prog, srvArgs...)
 	ready := func() {
 		switch {
@@ -191,6 +196,8 @@ func runFunctional(t *testing.T, p fpair) {
 			waitListening(t, srv, cmPort)
 		case p.prov == "tcp":
 			waitListening(t, srv, dataPort)
+		case p.prov == "verbs":
+			waitCMListening(t, srv, dataPort)
 		case p.prov == "udp":
 			// The client's first datagram, its address, is lost if the
 			// server's socket is not bound yet.
@@ -204,13 +211,13 @@ func runFunctional(t *testing.T, p fpair) {
 		cliArgs := []string{"-p", p.prov, "-P", dataPort}
 		switch {
 		case p.prov != "shm":
-			cliArgs = append(cliArgs, "-s", "127.0.0.1")
+			cliArgs = append(cliArgs, "-s", pairHost(p.prov))
 		case oobPort != "":
 			// gofabric's shm names an endpoint after -s and -B: without -s
 			// the client's own name comes from -B (9228 by default).
 			cliArgs = append(cliArgs, "-B", freePort(t))
 		}
-		cliArgs = append(append(cliArgs, args...), "127.0.0.1")
+		cliArgs = append(append(cliArgs, args...), pairHost(p.prov))
 		cli := startPeer(t, p.client, fmt.Sprintf("client %d", i+1), p.prog, cliArgs...)
 		clis = append(clis, cli)
 		all := append([]*peer{srv}, clis...)
@@ -264,12 +271,13 @@ func expectedOutput(t *testing.T, p fpair, role string, runs int) string {
 			"Searching for third msg to peek and discard", "Checking to see if third msg was discarded",
 			"Searching for fourth msg to claim and discard", "Discarding fourth msg", "Retrieving fifth message")
 	case "cm_data":
+		limit := cmp.Or(p.cmData, 256)
 		var ls []string
-		for n := 1; n <= 256; n <<= 1 {
+		for n := 1; n <= limit; n <<= 1 {
 			ls = append(ls, fmt.Sprintf("trying with data size: %d", n))
 		}
 		if role == "client" {
-			ls = append(ls, "trying with data size exceeding maximum: 257")
+			ls = append(ls, fmt.Sprintf("trying with data size exceeding maximum: %d", limit+1))
 		}
 		return lines(ls...)
 	case "rdm_multi_client":

@@ -43,9 +43,9 @@ var pingpongVariants = []variant{
 }
 
 // providerMaxMsg is each provider's max_msg_size (gofabric's and C's
-// agree): udp's datagrams carry 1472 bytes; tcp and shm have no limit
-// below the largest size of the table.
-var providerMaxMsg = map[string]int{"tcp": math.MaxInt, "shm": math.MaxInt, "udp": 1472}
+// agree): udp's datagrams carry 1472 bytes; tcp, shm and verbs have no
+// limit below the largest size of the table.
+var providerMaxMsg = map[string]int{"tcp": math.MaxInt, "shm": math.MaxInt, "udp": 1472, "verbs": math.MaxInt}
 
 // pair is one run of a program between a server and a client.
 type pair struct {
@@ -132,18 +132,18 @@ func runPair(t *testing.T, p pair) {
 		defaultOOBPortMu.Lock()
 		defer defaultOOBPortMu.Unlock()
 	}
-	srvArgs := append([]string{"-p", p.prov, "-s", "127.0.0.1", "-B", dataPort}, args...)
+	srvArgs := append([]string{"-p", p.prov, "-s", pairHost(p.prov), "-B", dataPort}, args...)
 	cliArgs := []string{"-p", p.prov, "-P", dataPort}
 	switch {
 	case p.prov != "shm":
 		// On loopback, and to look the server up by address with -E/-b.
-		cliArgs = append(cliArgs, "-s", "127.0.0.1")
+		cliArgs = append(cliArgs, "-s", pairHost(p.prov))
 	case oobPort != "":
 		// gofabric's shm names an endpoint after -s and -B: without -s
 		// the client's own name comes from -B (9228 by default).
 		cliArgs = append(cliArgs, "-B", freePort(t))
 	}
-	cliArgs = append(append(cliArgs, args...), "127.0.0.1")
+	cliArgs = append(append(cliArgs, args...), pairHost(p.prov))
 
 	srv := startPeer(t, p.server, "server", p.prog, srvArgs...)
 	switch {
@@ -151,6 +151,8 @@ func runPair(t *testing.T, p pair) {
 		waitListening(t, srv, oobPort)
 	case p.prov == "tcp":
 		waitListening(t, srv, dataPort)
+	case p.prov == "verbs":
+		waitCMListening(t, srv, dataPort)
 	}
 	cli := startPeer(t, p.client, "client", p.prog, cliArgs...)
 	srvStatus := srv.status(t, peerLimit, cli)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -246,4 +247,41 @@ func perfRows(out string) [][]string {
 		}
 	}
 	return rows
+}
+
+// pairHosts maps a provider to the address its pairs run on, where it is
+// not loopback (verbs: the RDMA device's, set by the verbs tests).
+var pairHosts sync.Map
+
+// pairHost is the address the pairs of prov run on: -s of both sides and
+// the client's server address.
+func pairHost(prov string) string {
+	if h, ok := pairHosts.Load(prov); ok {
+		return h.(string)
+	}
+	return "127.0.0.1"
+}
+
+// waitCMListening waits until an rdma_cm ID listens on port (rdma
+// resource show cm_id, iproute2's rdma tool: rdma_cm's ports are not in
+// /proc/net/tcp), failing if p exits first.
+func waitCMListening(t testing.TB, p *peer, port string) {
+	t.Helper()
+	rdma := reftest.Tool(t, "rdma", "iproute2")
+	listen := regexp.MustCompile(`(?m)state LISTEN .*src-addr \S*:` + regexp.QuoteMeta(port) + `\b`)
+	deadline := time.Now().Add(time.Minute)
+	for {
+		out, err := exec.Command(rdma, "resource", "show", "cm_id").CombinedOutput()
+		require.NoError(t, err, "rdma resource show cm_id: %s", out)
+		if listen.Match(out) {
+			return
+		}
+		if p.exited() {
+			t.Fatalf("%s exited before listening on rdma_cm port %s\n%s", p.name, port, p.report())
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not listen on rdma_cm port %s within a minute\n%s\nrdma resource show cm_id:\n%s", p.name, port, p.report(), out)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
