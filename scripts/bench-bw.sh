@@ -120,48 +120,8 @@ for p in "${prog_list[@]}"; do
 	ln -s "$bin/fi_$p" "$tmp/c/c-fi_$p"
 done
 
-# port_in PORT STATE: true when a TCP socket has local PORT (and, when
-# STATE is non-empty, that /proc state: 0A = LISTEN).
-port_in() {
-	local hex
-	hex=$(printf '%04X' "$1")
-	awk -v p=":$hex" -v st="$2" 'FNR > 1 && substr($2, length($2) - 4) == p && (st == "" || $4 == st) { f = 1 }
-		END { exit !f }' /proc/net/tcp /proc/net/tcp6 2>/dev/null
-}
-
-next_port=$((20000 + RANDOM % 10000))
-free_port() {
-	local tries
-	for ((tries = 0; tries < 100; tries++)); do
-		next_port=$((next_port >= 31999 ? 20000 : next_port + 1))
-		port_in "$next_port" "" || { echo "$next_port"; return 0; }
-	done
-	die "no free TCP port found in 20000-31999"
-}
-
-# busy_pct: percent of all CPU time spent in user+nice+system over 0.3 s.
-cpu_sample() { awk '$1 == "cpu" { print $2 + $3 + $4, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9; exit }' /proc/stat; }
-busy_pct() {
-	local b0 t0 b1 t1
-	read -r b0 t0 < <(cpu_sample)
-	sleep 0.3
-	read -r b1 t1 < <(cpu_sample)
-	echo $(((b1 - b0) * 100 / (t1 - t0 > 0 ? t1 - t0 : 1)))
-}
-
-gate_timeouts=0 gate_runs=0
-quiet_gate() {
-	((quiet_max > 0)) || return 0
-	local start=$SECONDS calm=0
-	gate_runs=$((gate_runs + 1))
-	while ((calm < 2)); do
-		if (($(busy_pct) < 6)); then calm=$((calm + 1)); else calm=0; fi
-		if ((SECONDS - start >= quiet_max)); then
-			gate_timeouts=$((gate_timeouts + 1))
-			return 0
-		fi
-	done
-}
+# shellcheck source=scripts/lib/bench.sh
+. scripts/lib/bench.sh # the scripts run from the repository root (cd above)
 
 # run IMPL PROV PROG SIZE ITERS: one server+client pair of the same
 # implementation; appends "IMPL PROV PROG SIZE mbps usec" to
@@ -172,7 +132,7 @@ run() {
 	[[ $prog == rma_bw ]] && args+=(-o write)
 	if [[ $impl == Go ]]; then cmd=("$gobin" "$prog"); else cmd=("$tmp/c/c-fi_$prog"); fi
 	port=$(free_port)
-	quiet_gate
+	quiet_gate || true
 	srv=$tmp/$impl-server cli=$tmp/$impl-client
 	FI_TCP_IFACE=lo timeout "$limit" "${cmd[@]}" "${args[@]}" -s 127.0.0.1 -B "$port" >"$srv.out" 2>"$srv.err" &
 	pids=($!)
@@ -180,12 +140,7 @@ run() {
 		# no socket to watch: give the server a moment to open its endpoint
 		sleep 0.5
 	else
-		for ((i = 0; i < 600; i++)); do
-			port_in "$port" 0A && break
-			kill -0 "${pids[0]}" 2>/dev/null || break
-			sleep 0.05
-		done
-		port_in "$port" 0A || why="server not listening on port $port; "
+		wait_listen "$port" "${pids[0]}" || why="server not listening on port $port; "
 	fi
 	if [[ -z $why ]]; then
 		FI_TCP_IFACE=lo timeout "$limit" "${cmd[@]}" "${args[@]}" -P "$port" 127.0.0.1 >"$cli.out" 2>"$cli.err" &

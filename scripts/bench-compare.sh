@@ -99,49 +99,8 @@ if [[ -z $gobin ]]; then
 fi
 [[ -x $gobin ]] || die "Go fi_pingpong '$gobin' is not executable"
 
-# port_in PORT STATE: true when a TCP socket has local PORT (and, when
-# STATE is non-empty, that /proc state: 0A = LISTEN). Read from /proc rather
-# than probed, since fi_pingpong's server takes the first connection as client.
-port_in() {
-	local hex
-	hex=$(printf '%04X' "$1")
-	awk -v p=":$hex" -v st="$2" 'FNR > 1 && substr($2, length($2) - 4) == p && (st == "" || $4 == st) { f = 1 }
-		END { exit !f }' /proc/net/tcp /proc/net/tcp6 2>/dev/null
-}
-
-next_port=$((20000 + RANDOM % 10000))
-free_port() {
-	local tries
-	for ((tries = 0; tries < 100; tries++)); do
-		next_port=$((next_port >= 31999 ? 20000 : next_port + 1))
-		port_in "$next_port" "" || { echo "$next_port"; return 0; }
-	done
-	die "no free TCP port found in 20000-31999"
-}
-
-# busy_pct: percent of all CPU time spent in user+nice+system over 0.3 s.
-cpu_sample() { awk '$1 == "cpu" { print $2 + $3 + $4, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9; exit }' /proc/stat; }
-busy_pct() {
-	local b0 t0 b1 t1
-	read -r b0 t0 < <(cpu_sample)
-	sleep 0.3
-	read -r b1 t1 < <(cpu_sample)
-	echo $(((b1 - b0) * 100 / (t1 - t0 > 0 ? t1 - t0 : 1)))
-}
-
-gate_timeouts=0
-quiet_gate() {
-	((quiet_max > 0)) || return 0
-	local start=$SECONDS calm=0
-	while ((calm < 2)); do
-		if (($(busy_pct) < 6)); then calm=$((calm + 1)); else calm=0; fi
-		if ((SECONDS - start >= quiet_max)); then
-			gate_timeouts=$((gate_timeouts + 1))
-			echo "bench-compare.sh: machine not quiet after ${quiet_max} s; running anyway" >&2
-			return 0
-		fi
-	done
-}
+# shellcheck source=scripts/lib/bench.sh
+. scripts/lib/bench.sh # the scripts run from the repository root (cd above)
 
 # run IMPL BIN SIZE ITERS: one server+client pair; appends
 # "IMPL SIZE usec mbps" to $tmp/results, or prints the output and exits 1.
@@ -149,16 +108,11 @@ run() {
 	local impl=$1 bin=$2 size=$3 it=$4 port i srv cli srv_rc=0 cli_rc=0 row why=""
 	local -a args=(-p "$prov" -e "$ep" -S "$size" -I "$it")
 	port=$(free_port)
-	quiet_gate
+	quiet_gate || echo "bench-compare.sh: machine not quiet after ${quiet_max} s; running anyway" >&2
 	srv=$tmp/$impl-server cli=$tmp/$impl-client
 	FI_TCP_IFACE=lo timeout "$limit" "$bin" "${args[@]}" -B "$port" >"$srv.out" 2>"$srv.err" &
 	pids=($!)
-	for ((i = 0; i < 600; i++)); do
-		port_in "$port" 0A && break
-		kill -0 "${pids[0]}" 2>/dev/null || break
-		sleep 0.05
-	done
-	if port_in "$port" 0A; then
+	if wait_listen "$port" "${pids[0]}"; then
 		FI_TCP_IFACE=lo timeout "$limit" "$bin" "${args[@]}" -P "$port" 127.0.0.1 >"$cli.out" 2>"$cli.err" &
 		pids+=($!)
 		wait "${pids[1]}" || cli_rc=$?

@@ -151,57 +151,24 @@ func (b *bwSlots) close() {
 // postSendBuf sends size payload bytes from a window buffer
 // (ft_post_tx_buf).
 func (s *Session) postSendBuf(sl *bwSlot, size int) error {
-	var r retry
-	for {
-		err := s.msg.Send(sl.buf[:s.txPrefix+size], sl.desc, s.remote, &sl.ctx)
-		if err == nil {
-			s.txSeq++
-			return nil
-		}
-		if err != fi.EAGAIN {
-			return callErr("transmit", err)
-		}
-		if err := r.again(s, s.txcq, &s.txCQCntr, "transmit"); err != nil {
-			return err
-		}
-	}
+	return s.postRetry(txDir, "transmit", func() error {
+		return s.msg.Send(sl.buf[:s.txPrefix+size], sl.desc, s.remote, &sl.ctx)
+	})
 }
 
 // postRecvBuf posts a receive of at least a control message into a
 // window buffer (ft_post_rx_buf).
 func (s *Session) postRecvBuf(sl *bwSlot, size int) error {
 	buf := sl.buf[:min(max(size, maxCtrlMsg)+s.rxPrefix, len(sl.buf))]
-	var r retry
-	for {
-		err := s.msg.Recv(buf, sl.desc, s.remote, &sl.ctx)
-		if err == nil {
-			s.rxSeq++
-			return nil
-		}
-		if err != fi.EAGAIN {
-			return callErr("receive", err)
-		}
-		if err := r.again(s, s.rxcq, &s.rxCQCntr, "receive"); err != nil {
-			return err
-		}
-	}
+	return s.postRetry(rxDir, "receive", func() error {
+		return s.msg.Recv(buf, sl.desc, s.remote, &sl.ctx)
+	})
 }
 
 // runBW is bw's run(): the endpoints, a one-byte exchange each way, then
 // run_loop for every size.
 func runBW(s *Session) error {
-	var err error
-	switch {
-	case s.hints.EPAttr.Type != fi.EPTypeMsg:
-		err = s.initFabric()
-	case s.opts.IsClient():
-		err = s.clientConnect()
-	default:
-		if err = s.startServer(); err == nil {
-			err = s.serverConnect()
-		}
-	}
-	if err != nil {
+	if err := s.initEndpoint(); err != nil {
 		return err
 	}
 	slots, err := s.allocSlots()

@@ -76,5 +76,8 @@
 //     CONTEXT, to see each receive's length; the data buffers hold one
 //     message each way, not a window of them (the pingpongs use the first
 //     only);
-//   - a counter's error count rising fails the wait (C keeps waiting).
+//   - a counter's error count rising fails the wait (C keeps waiting);
+//   - ft_finalize on a connected endpoint takes its send flushed with
+//     FI_ECANCELED as delivered once the peer's own message arrives (the
+//     peer's disconnect can overtake the acknowledgement over RDMA).
 package ft

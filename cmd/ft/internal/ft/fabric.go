@@ -513,6 +513,29 @@ func (s *Session) startServer() error {
 	return nil
 }
 
+// connectMsg sets up a connected endpoint as the programs with MSG
+// endpoints do: the client connects (ft_client_connect); the server
+// listens, then takes and accepts one request (ft_start_server,
+// ft_server_connect).
+func (s *Session) connectMsg() error {
+	if s.opts.IsClient() {
+		return s.clientConnect()
+	}
+	if err := s.startServer(); err != nil {
+		return err
+	}
+	return s.serverConnect()
+}
+
+// initEndpoint sets up the endpoint of a program that takes -e: connected
+// for FI_EP_MSG (connectMsg), else ft_init_fabric's.
+func (s *Session) initEndpoint() error {
+	if s.hints.EPAttr.Type == fi.EPTypeMsg {
+		return s.connectMsg()
+	}
+	return s.initFabric()
+}
+
 // serverConnect takes the next connection request, opens the endpoint for
 // it and accepts it (ft_server_connect); a failure after the request
 // rejects it.

@@ -20,16 +20,10 @@ func init() {
 			return nil
 		},
 		run: func(s *Session) error {
-			var err error
-			if s.opts.IsClient() {
-				err = s.clientConnect()
-			} else if err = s.startServer(); err == nil {
-				err = s.serverConnect()
-			}
-			if err != nil {
+			if err := s.connectMsg(); err != nil {
 				return err
 			}
-			err = s.sendRecvGreeting()
+			err := s.sendRecvGreeting()
 			// fi_shutdown, its result ignored as in C.
 			_ = s.cm.Shutdown(0)
 			return err

@@ -31,13 +31,7 @@ func init() {
 			return nil
 		},
 		run: func(s *Session) error {
-			var err error
-			if s.opts.IsClient() {
-				err = s.clientConnect()
-			} else if err = s.startServer(); err == nil {
-				err = s.serverConnect()
-			}
-			if err != nil {
+			if err := s.connectMsg(); err != nil {
 				return err
 			}
 			w := s.newWindow()

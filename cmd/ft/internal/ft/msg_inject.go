@@ -187,20 +187,9 @@ func (s *Session) injectRecv(size int, ctx *opContext) error {
 // postRxCtx posts a receive as postRx does, with its own context.
 func (s *Session) postRxCtx(size int, ctx *opContext) error {
 	buf := s.rxBuf[:min(max(size, maxCtrlMsg)+s.rxPrefix, len(s.rxBuf))]
-	var r retry
-	for {
-		err := s.tagged.TRecv(buf, s.mrDesc, s.remote, s.ftTag, 0, ctx)
-		if err == nil {
-			s.rxSeq++
-			return nil
-		}
-		if err != fi.EAGAIN {
-			return callErr("receive", err)
-		}
-		if err := r.again(s, s.rxcq, &s.rxCQCntr, "receive"); err != nil {
-			return err
-		}
-	}
+	return s.postRetry(rxDir, "receive", func() error {
+		return s.tagged.TRecv(buf, s.mrDesc, s.remote, s.ftTag, 0, ctx)
+	})
 }
 
 // injectVerify reads the next completion of cq, which must be the

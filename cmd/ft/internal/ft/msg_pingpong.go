@@ -28,16 +28,10 @@ func init() {
 			return nil
 		},
 		run: func(s *Session) error {
-			var err error
-			if s.opts.IsClient() {
-				err = s.clientConnect()
-			} else if err = s.startServer(); err == nil {
-				err = s.serverConnect()
-			}
-			if err != nil {
+			if err := s.connectMsg(); err != nil {
 				return err
 			}
-			err = s.eachSize(s.pingpong)
+			err := s.eachSize(s.pingpong)
 			if err == nil {
 				err = s.finalize()
 			}

@@ -44,18 +44,7 @@ func init() {
 			return nil
 		},
 		run: func(s *Session) error {
-			var err error
-			switch {
-			case s.hints.EPAttr.Type != fi.EPTypeMsg:
-				err = s.initFabric()
-			case s.opts.IsClient():
-				err = s.clientConnect()
-			default:
-				if err = s.startServer(); err == nil {
-					err = s.serverConnect()
-				}
-			}
-			if err != nil {
+			if err := s.initEndpoint(); err != nil {
 				return err
 			}
 			peer, err := s.exchangeKeys()

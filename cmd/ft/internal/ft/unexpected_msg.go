@@ -67,18 +67,7 @@ func init() {
 			return nil
 		},
 		run: func(s *Session) error {
-			var err error
-			switch {
-			case s.hints.EPAttr.Type != fi.EPTypeMsg:
-				err = s.initFabric()
-			case s.opts.IsClient():
-				err = s.clientConnect()
-			default:
-				if err = s.startServer(); err == nil {
-					err = s.serverConnect()
-				}
-			}
-			if err != nil {
+			if err := s.initEndpoint(); err != nil {
 				return err
 			}
 			return s.unexpectedLoop(s.local.(*unexpectedOpts))
@@ -160,43 +149,19 @@ func (s *Session) unexpectedLoop(u *unexpectedOpts) error {
 // unexpectedSend posts one tagged send of buf (ft_post_tx_buf), with
 // remote CQ data when sendData.
 func (s *Session) unexpectedSend(buf []byte, data uint64, sendData bool, tag uint64, ctx *opContext) error {
-	var r retry
-	for {
-		var err error
+	return s.postRetry(txDir, "transmit", func() error {
 		if sendData {
-			err = s.tagged.TSendData(buf, s.mrDesc, data, s.remote, tag, ctx)
-		} else {
-			err = s.tagged.TSend(buf, s.mrDesc, s.remote, tag, ctx)
+			return s.tagged.TSendData(buf, s.mrDesc, data, s.remote, tag, ctx)
 		}
-		if err == nil {
-			s.txSeq++
-			return nil
-		}
-		if err != fi.EAGAIN {
-			return callErr("transmit", err)
-		}
-		if err := r.again(s, s.txcq, &s.txCQCntr, "transmit"); err != nil {
-			return err
-		}
-	}
+		return s.tagged.TSend(buf, s.mrDesc, s.remote, tag, ctx)
+	})
 }
 
 // unexpectedRecv posts one tagged receive into buf (ft_post_rx_buf).
 func (s *Session) unexpectedRecv(buf []byte, tag uint64, ctx *opContext) error {
-	var r retry
-	for {
-		err := s.tagged.TRecv(buf, s.mrDesc, s.remote, tag, 0, ctx)
-		if err == nil {
-			s.rxSeq++
-			return nil
-		}
-		if err != fi.EAGAIN {
-			return callErr("receive", err)
-		}
-		if err := r.again(s, s.rxcq, &s.rxCQCntr, "receive"); err != nil {
-			return err
-		}
-	}
+	return s.postRetry(rxDir, "receive", func() error {
+		return s.tagged.TRecv(buf, s.mrDesc, s.remote, tag, 0, ctx)
+	})
 }
 
 // unexpectedWaitRecv waits for the receive just posted (wait_recv) and
