@@ -472,7 +472,11 @@ func goReadv(h C.uintptr_t, iov *C.struct_iovec, desc *unsafe.Pointer, count C.s
 //
 //export goRMAmsg
 func goRMAmsg(h C.uintptr_t, msg *C.struct_fi_msg_rma, flags C.uint64_t, write C.int) (rc C.ssize_t) {
-	defer recoverInt(&rc, "fi_readmsg")
+	call := "fi_readmsg"
+	if write != 0 {
+		call = "fi_writemsg"
+	}
+	defer recoverInt(&rc, call)
 	e := epOf(h)
 	if e == nil || e.rma == nil {
 		return noAbility(e)
