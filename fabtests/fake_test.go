@@ -7,11 +7,11 @@ import (
 	"github.com/gofabric/gofabric/ep"
 	"github.com/gofabric/gofabric/eq"
 	"github.com/gofabric/gofabric/fi"
-	"github.com/gofabric/gofabric/internal/provutil"
+	"github.com/gofabric/gofabric/kit"
 )
 
 // fakeProvider is an in-process provider built only from the framework's
-// shared pieces (provutil's EQ, CQ, counter, AV, MR table and bind base),
+// shared pieces (kit's EQ, CQ, counter, AV, MR table and bind base),
 // with no transport. It exists to run the unit groups of the suite on the
 // framework itself, the way database/sql tests its fake driver.
 type fakeProvider struct{}
@@ -48,7 +48,7 @@ func (fakeProvider) Name() string        { return fakeName }
 func (fakeProvider) Version() fi.Version { return fi.MakeVersion(1, 0) }
 
 func (fakeProvider) GetInfo(ctx context.Context, node, service string, flags fi.Flags, hints *fi.Info) ([]*fi.Info, error) {
-	return provutil.MatchInfo(ctx, fakeName, fakeInfos(), node, service, flags, hints)
+	return kit.MatchInfo(ctx, fakeName, fakeInfos(), node, service, flags, hints)
 }
 
 func (fakeProvider) OpenFabric(attr *fi.FabricAttr) (fi.Fabric, error) {
@@ -58,7 +58,7 @@ func (fakeProvider) OpenFabric(attr *fi.FabricAttr) (fi.Fabric, error) {
 	return &fakeFabric{}, nil
 }
 
-type fakeFabric struct{ ref provutil.Ref }
+type fakeFabric struct{ ref kit.Ref }
 
 func (f *fakeFabric) Close() error { return f.ref.BeginClose() }
 
@@ -66,15 +66,15 @@ func (f *fakeFabric) OpenDomain(info *fi.Info) (fi.Domain, error) {
 	if f.ref.Closed() {
 		return nil, fi.EBADF
 	}
-	return &fakeDomain{info: info.Clone(), mrs: provutil.NewMRTable(info.DomainAttr.MRMode)}, nil
+	return &fakeDomain{info: info.Clone(), mrs: kit.NewMRTable(info.DomainAttr.MRMode)}, nil
 }
 
-func (f *fakeFabric) OpenEQ(attr *eq.Attr) (eq.EventQueue, error) { return provutil.NewEQ(attr) }
+func (f *fakeFabric) OpenEQ(attr *eq.Attr) (eq.EventQueue, error) { return kit.NewEQ(attr) }
 
 type fakeDomain struct {
-	ref  provutil.Ref
+	ref  kit.Ref
 	info *fi.Info
-	mrs  *provutil.MRTable
+	mrs  *kit.MRTable
 }
 
 func (d *fakeDomain) Close() error {
@@ -87,14 +87,14 @@ func (d *fakeDomain) Close() error {
 
 func (d *fakeDomain) Info() *fi.Info { return d.info }
 
-func (d *fakeDomain) OpenCQ(attr *eq.CQAttr) (eq.CompletionQueue, error) { return provutil.NewCQ(attr) }
+func (d *fakeDomain) OpenCQ(attr *eq.CQAttr) (eq.CompletionQueue, error) { return kit.NewCQ(attr) }
 
 func (d *fakeDomain) OpenCounter(attr *eq.CounterAttr) (eq.Counter, error) {
-	return provutil.NewCounter(attr)
+	return kit.NewCounter(attr)
 }
 
 func (d *fakeDomain) OpenAV(attr *fi.AVAttr) (fi.AV, error) {
-	return provutil.NewAV(attr, fi.FormatSockaddrIn, func(a []byte) error {
+	return kit.NewAV(attr, fi.FormatSockaddrIn, func(a []byte) error {
 		if len(a) != 16 {
 			return errors.Wrapf(fi.EINVAL, "fake: address of %d bytes, want a 16-byte sockaddr_in", len(a))
 		}
@@ -114,9 +114,9 @@ func (d *fakeDomain) OpenEndpoint(info *fi.Info) (ep.Endpoint, error) {
 
 // fakeEP is an endpoint with bindings and no transport.
 type fakeEP struct {
-	ref  provutil.Ref
+	ref  kit.Ref
 	info *fi.Info
-	b    provutil.Bindings
+	b    kit.Bindings
 }
 
 func (x *fakeEP) Bind(obj fi.Fid, flags fi.Flags) error { return x.b.Bind(obj, flags) }

@@ -132,7 +132,7 @@ func (r ProviderReason) String() string { return r.Provider + ": " + r.Reason }
 
 // NoMatchError is the error of a GetInfo that found nothing: fi_getinfo's
 // -FI_ENODATA with the reason each provider declined. It unwraps to
-// ENODATA. Providers (through provutil.MatchInfo) return one too; GetInfo
+// ENODATA. Providers (through kit.MatchInfo) return one too; GetInfo
 // merges their reasons into its own.
 type NoMatchError struct {
 	Reasons []ProviderReason

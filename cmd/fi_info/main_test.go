@@ -14,8 +14,8 @@ import (
 
 	crdb "github.com/cockroachdb/errors"
 	"github.com/gofabric/gofabric/fi"
-	"github.com/gofabric/gofabric/internal/provutil"
 	"github.com/gofabric/gofabric/internal/reftest"
+	"github.com/gofabric/gofabric/kit"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 )
@@ -28,7 +28,7 @@ func TestMain(m *testing.M) {
 }
 
 // fakeProvider offers one FI_EP_MSG and one FI_EP_RDM entry through
-// provutil.MatchInfo and records the arguments of its last GetInfo.
+// kit.MatchInfo and records the arguments of its last GetInfo.
 type fakeProvider struct {
 	mu   sync.Mutex // guards last
 	last struct {
@@ -58,7 +58,7 @@ func (p *fakeProvider) GetInfo(ctx context.Context, node, service string, flags 
 	if hints != nil && hints.DomainAttr != nil && hints.DomainAttr.Name == "hinted" {
 		return nil, crdb.WithHint(crdb.Wrap(fi.ENODATA, "fake: domain hinted is asleep"), "wake it with FI_FAKE_WAKE=1")
 	}
-	return provutil.MatchInfo(ctx, "fake", fakeInfos(), node, service, flags, hints)
+	return kit.MatchInfo(ctx, "fake", fakeInfos(), node, service, flags, hints)
 }
 
 func (p *fakeProvider) lastCall() (node, service string, flags fi.Flags, hints *fi.Info) {
@@ -287,7 +287,7 @@ func TestVerbose(t *testing.T) {
 	require.Equal(t, 0, code)
 	require.Empty(t, errOut)
 	_, _, _, h := fake.lastCall()
-	infos, err := provutil.MatchInfo(context.Background(), "fake", fakeInfos(), "", "", 0, h)
+	infos, err := kit.MatchInfo(context.Background(), "fake", fakeInfos(), "", "", 0, h)
 	require.NoError(t, err)
 	require.Len(t, infos, 1)
 	require.Equal(t, "---\n"+infos[0].String(), out)

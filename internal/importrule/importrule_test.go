@@ -1,5 +1,5 @@
 // Package importrule holds the repository-wide test of the layering rule:
-// fi <- eq <- ep <- internal/provutil <- providers, with fabtests and cmd on
+// fi <- eq <- ep <- kit <- providers, with fabtests and cmd on
 // top, and cgo only in providers/verbs and cmd/gofabric-fi (the C
 // libfabric provider library, which is C's ops tables over the Go API).
 package importrule
@@ -33,8 +33,8 @@ func layer(path string) (rank int, name string) {
 		return 1, "eq"
 	case rel == "ep":
 		return 2, "ep"
-	case strings.HasPrefix(rel, "internal/provutil"), rel == "internal/netif", rel == "internal/sockpoll", rel == "internal/linuxonly":
-		return 3, "internal/provutil"
+	case strings.HasPrefix(rel, "kit"), rel == "internal/netif", rel == "internal/sockpoll", rel == "internal/linuxonly":
+		return 3, "kit"
 	case strings.HasPrefix(rel, "providers/") && rel != "providers/all":
 		return 4, "providers"
 	default: // fabtests, cmd, tools: may import anything
@@ -66,7 +66,7 @@ func TestImportRule(t *testing.T) {
 			}
 			drank, dname := layer(d)
 			if drank > rank || (drank == rank && rank == 4 && !strings.HasPrefix(d, p.ImportPath)) {
-				t.Errorf("%s (%s) imports %s (%s): layering is fi <- eq <- ep <- internal/provutil <- providers", p.ImportPath, name, d, dname)
+				t.Errorf("%s (%s) imports %s (%s): layering is fi <- eq <- ep <- kit <- providers", p.ImportPath, name, d, dname)
 			}
 		}
 	}
@@ -90,7 +90,7 @@ func TestCgoOnlyWhereAllowed(t *testing.T) {
 func TestLayerRanks(t *testing.T) {
 	for path, want := range map[string]int{
 		module + "/fi": 0, module + "/eq": 1, module + "/ep": 2,
-		module + "/internal/provutil": 3, module + "/providers/tcp": 4,
+		module + "/kit": 3, module + "/providers/tcp": 4,
 		module + "/fabtests": 5, module + "/cmd/fi_info": 5,
 	} {
 		got, _ := layer(path)

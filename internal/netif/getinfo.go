@@ -8,7 +8,7 @@ import (
 
 	"github.com/cockroachdb/errors"
 	"github.com/gofabric/gofabric/fi"
-	"github.com/gofabric/gofabric/internal/provutil"
+	"github.com/gofabric/gofabric/kit"
 )
 
 // Offer is the GetInfo of a provider with one entry per IP address of
@@ -36,7 +36,7 @@ type Offer struct {
 // FI_SOURCE or hints) those of the interface that owns it, or one entry
 // for the wildcard address; with a destination alone the entry of the
 // interface the route to it leaves from. Each is matched against the
-// hints by provutil.MatchInfo; when none is left the error is an
+// hints by kit.MatchInfo; when none is left the error is an
 // fi.NoMatchError with the reasons.
 func (o Offer) GetInfo(ctx context.Context, node, service string, flags fi.Flags, hints *fi.Info) ([]*fi.Info, error) {
 	ifs, err := List(o.Iface)
@@ -65,7 +65,7 @@ func (o Offer) GetInfo(ctx context.Context, node, service string, flags fi.Flags
 			h = hints.Clone()
 		}
 		h.SrcAddr, h.DestAddr = c.src, c.dest
-		got, err := provutil.MatchInfo(ctx, o.Prov, []*fi.Info{c.info}, "", "", flags, h)
+		got, err := kit.MatchInfo(ctx, o.Prov, []*fi.Info{c.info}, "", "", flags, h)
 		var nm *fi.NoMatchError
 		switch {
 		case errors.As(err, &nm):

@@ -110,7 +110,7 @@ func attrQueries() []attrQuery {
 	for _, c := range capBits {
 		qs = append(qs, attrQuery{caps: c})
 		// Domain caps (FI_LOCAL_COMM, FI_SHARED_AV...) in tx_attr or
-		// rx_attr caps: C declines them, internal/provutil's matcher
+		// rx_attr caps: C declines them, kit's matcher
 		// ignores them there for every provider; not shm's to decide.
 		if c&fi.DomainCaps == 0 {
 			qs = append(qs, attrQuery{txCaps: c}, attrQuery{rxCaps: c})

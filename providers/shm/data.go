@@ -6,6 +6,7 @@ import (
 	"github.com/cockroachdb/errors"
 	"github.com/gofabric/gofabric/ep"
 	"github.com/gofabric/gofabric/fi"
+	"github.com/gofabric/gofabric/kit"
 )
 
 // Data transfer calls (fi_msg(3), fi_tagged(3), fi_rma(3)). They never
@@ -35,14 +36,6 @@ type txArgs struct {
 	inject bool
 	key    uint64
 	addr   uint64
-}
-
-func (a *txArgs) setIOV(iov [][]byte) error {
-	if len(iov) > iovLimit {
-		return errors.Wrapf(fi.EINVAL, "shm: %d iovecs, the limit is %d", len(iov), iovLimit)
-	}
-	a.niov = copy(a.iov[:], iov)
-	return nil
 }
 
 func (a *txArgs) length() int {
@@ -144,109 +137,42 @@ func (e *endpoint) post(a *txArgs, kind txKind) error {
 	return nil
 }
 
-// Send sends buf to dest (fi_send).
-func (e *endpoint) Send(buf []byte, desc any, dest fi.Addr, ctx any) error {
-	a := txArgs{niov: 1, dest: dest, ctx: ctx, flags: e.txFlags}
-	a.iov[0] = buf
-	return e.post(&a, txSend)
-}
-
-// SendV sends a vector of up to 4 buffers (fi_sendv).
-func (e *endpoint) SendV(iov [][]byte, desc []any, dest fi.Addr, ctx any) error {
-	a := txArgs{dest: dest, ctx: ctx, flags: e.txFlags}
-	if err := a.setIOV(iov); err != nil {
+// PostTx queues a transmit operation of the adapter (kit.Poster): every
+// form of fi_send, fi_tsend, fi_write and fi_read. The message forms
+// take fi.FlagRemoteCQData, fi.FlagInject, fi.FlagCompletion and
+// fi.FlagDeliveryComplete (completes once the message is in the target's
+// receive buffer); fi.FlagTransmitComplete and fi.FlagInjectComplete
+// change nothing (a message in the target's ring no longer depends on the
+// sender), as in C's shm. RMA takes one remote segment, of the local
+// length; a write completes once the target placed the data.
+func (e *endpoint) PostTx(op kit.Op) error {
+	a := txArgs{dest: op.Addr, ctx: op.Context, data: op.Data, tag: op.Tag, flags: op.Flags, inject: op.Inject}
+	n, err := op.CopyIOV(a.iov[:], "shm")
+	if err != nil {
 		return err
 	}
-	return e.post(&a, txSend)
-}
-
-// SendMsg sends with flags (fi_sendmsg): fi.FlagRemoteCQData,
-// fi.FlagInject, fi.FlagCompletion, fi.FlagDeliveryComplete (completes
-// once the message is in the target's receive buffer);
-// fi.FlagTransmitComplete and fi.FlagInjectComplete change nothing (a
-// message in the target's ring no longer depends on the sender), as in
-// C's shm.
-func (e *endpoint) SendMsg(msg *ep.Message, flags fi.Flags) error {
-	if msg == nil {
-		return errors.Wrap(fi.EINVAL, "shm: sendmsg: nil message")
+	a.niov = n
+	var kind txKind
+	switch op.Kind {
+	case kit.OpSend:
+		kind = txSend
+	case kit.OpTSend:
+		kind = txTSend
+	case kit.OpWrite, kit.OpRead:
+		kind = txWrite
+		if op.Kind == kit.OpRead {
+			kind = txRead
+		}
+		if op.RMAIOV != nil {
+			if err := oneRMA(op.RMAIOV, a.length()); err != nil {
+				return err
+			}
+		}
+		a.key, a.addr = op.Key, op.RAddr
+	default:
+		return fi.ENOSYS
 	}
-	a := txArgs{dest: msg.Addr, ctx: msg.Context, data: msg.Data, flags: flags}
-	if err := a.setIOV(msg.IOV); err != nil {
-		return err
-	}
-	return e.post(&a, txSend)
-}
-
-// Inject sends buf, at most the inject size, with no completion
-// (fi_inject).
-func (e *endpoint) Inject(buf []byte, dest fi.Addr) error {
-	a := txArgs{niov: 1, dest: dest, inject: true}
-	a.iov[0] = buf
-	return e.post(&a, txSend)
-}
-
-// SendData sends buf with remote CQ data (fi_senddata).
-func (e *endpoint) SendData(buf []byte, desc any, data uint64, dest fi.Addr, ctx any) error {
-	a := txArgs{niov: 1, dest: dest, ctx: ctx, data: data, flags: e.txFlags | fi.FlagRemoteCQData}
-	a.iov[0] = buf
-	return e.post(&a, txSend)
-}
-
-// InjectData injects buf with remote CQ data (fi_injectdata).
-func (e *endpoint) InjectData(buf []byte, data uint64, dest fi.Addr) error {
-	a := txArgs{niov: 1, dest: dest, inject: true, data: data, flags: fi.FlagRemoteCQData}
-	a.iov[0] = buf
-	return e.post(&a, txSend)
-}
-
-// TSend sends a tagged message (fi_tsend).
-func (e *endpoint) TSend(buf []byte, desc any, dest fi.Addr, tag uint64, ctx any) error {
-	a := txArgs{niov: 1, dest: dest, ctx: ctx, tag: tag, flags: e.txFlags}
-	a.iov[0] = buf
-	return e.post(&a, txTSend)
-}
-
-// TSendV sends a vectored tagged message (fi_tsendv).
-func (e *endpoint) TSendV(iov [][]byte, desc []any, dest fi.Addr, tag uint64, ctx any) error {
-	a := txArgs{dest: dest, ctx: ctx, tag: tag, flags: e.txFlags}
-	if err := a.setIOV(iov); err != nil {
-		return err
-	}
-	return e.post(&a, txTSend)
-}
-
-// TSendMsg sends a tagged message with flags (fi_tsendmsg).
-func (e *endpoint) TSendMsg(msg *ep.TaggedMessage, flags fi.Flags) error {
-	if msg == nil {
-		return errors.Wrap(fi.EINVAL, "shm: tsendmsg: nil message")
-	}
-	a := txArgs{dest: msg.Addr, ctx: msg.Context, data: msg.Data, tag: msg.Tag, flags: flags}
-	if err := a.setIOV(msg.IOV); err != nil {
-		return err
-	}
-	return e.post(&a, txTSend)
-}
-
-// TInject injects a tagged message (fi_tinject).
-func (e *endpoint) TInject(buf []byte, dest fi.Addr, tag uint64) error {
-	a := txArgs{niov: 1, dest: dest, tag: tag, inject: true}
-	a.iov[0] = buf
-	return e.post(&a, txTSend)
-}
-
-// TSendData sends a tagged message with remote CQ data (fi_tsenddata).
-func (e *endpoint) TSendData(buf []byte, desc any, data uint64, dest fi.Addr, tag uint64, ctx any) error {
-	a := txArgs{niov: 1, dest: dest, ctx: ctx, tag: tag, data: data, flags: e.txFlags | fi.FlagRemoteCQData}
-	a.iov[0] = buf
-	return e.post(&a, txTSend)
-}
-
-// TInjectData injects a tagged message with remote CQ data
-// (fi_tinjectdata).
-func (e *endpoint) TInjectData(buf []byte, data uint64, dest fi.Addr, tag uint64) error {
-	a := txArgs{niov: 1, dest: dest, tag: tag, inject: true, data: data, flags: fi.FlagRemoteCQData}
-	a.iov[0] = buf
-	return e.post(&a, txTSend)
+	return e.post(&a, kind)
 }
 
 // recv posts a receive.
@@ -279,131 +205,25 @@ func (e *endpoint) recv(iov [][]byte, src fi.Addr, ctx any, tagged bool, tag, ig
 	return err
 }
 
-// Recv posts a receive buffer (fi_recv); src other than fi.AddrUnspec
-// matches only that sender (FI_DIRECTED_RECV).
-func (e *endpoint) Recv(buf []byte, desc any, src fi.Addr, ctx any) error {
-	iov := [1][]byte{buf}
-	return e.recv(iov[:], src, ctx, false, 0, 0, e.rxFlags)
-}
-
-// RecvV posts a vector of up to 4 buffers (fi_recvv).
-func (e *endpoint) RecvV(iov [][]byte, desc []any, src fi.Addr, ctx any) error {
-	return e.recv(iov, src, ctx, false, 0, 0, e.rxFlags)
-}
-
-// RecvMsg posts a receive with flags (fi_recvmsg).
-func (e *endpoint) RecvMsg(msg *ep.Message, flags fi.Flags) error {
-	if msg == nil {
-		return errors.Wrap(fi.EINVAL, "shm: recvmsg: nil message")
+// PostRx posts a receive of the adapter (kit.Poster): every form of
+// fi_recv and fi_trecv; a source other than fi.AddrUnspec matches only
+// that sender (FI_DIRECTED_RECV).
+func (e *endpoint) PostRx(op kit.Op) error {
+	if op.Vector() {
+		return e.recv(op.IOV, op.Addr, op.Context, op.Kind == kit.OpTRecv, op.Tag, op.Ignore, op.Flags)
 	}
-	return e.recv(msg.IOV, msg.Addr, msg.Context, false, 0, 0, flags)
+	iov := [1][]byte{op.Buf}
+	return e.recv(iov[:], op.Addr, op.Context, op.Kind == kit.OpTRecv, op.Tag, op.Ignore, op.Flags)
 }
 
-// TRecv posts a tagged receive for tag under the ignore mask (fi_trecv).
-func (e *endpoint) TRecv(buf []byte, desc any, src fi.Addr, tag, ignore uint64, ctx any) error {
-	iov := [1][]byte{buf}
-	return e.recv(iov[:], src, ctx, true, tag, ignore, e.rxFlags)
-}
-
-// TRecvV posts a vectored tagged receive (fi_trecvv).
-func (e *endpoint) TRecvV(iov [][]byte, desc []any, src fi.Addr, tag, ignore uint64, ctx any) error {
-	return e.recv(iov, src, ctx, true, tag, ignore, e.rxFlags)
-}
-
-// TRecvMsg posts a tagged receive with flags (fi_trecvmsg).
-func (e *endpoint) TRecvMsg(msg *ep.TaggedMessage, flags fi.Flags) error {
-	if msg == nil {
-		return errors.Wrap(fi.EINVAL, "shm: trecvmsg: nil message")
+// oneRMA checks an RMA message's remote segments: one, of the local
+// length n.
+func oneRMA(rma []ep.RMAIOV, n int) error {
+	if len(rma) != rmaIOVLimit {
+		return errors.Wrapf(fi.EINVAL, "shm: rma: %d remote segments, the provider takes %d", len(rma), rmaIOVLimit)
 	}
-	return e.recv(msg.IOV, msg.Addr, msg.Context, true, msg.Tag, msg.Ignore, flags)
-}
-
-// rma builds and posts a one-segment RMA operation.
-func (e *endpoint) rma(iov [][]byte, peer fi.Addr, addr, key uint64, ctx any, flags fi.Flags, data uint64, kind txKind, inject bool) error {
-	a := txArgs{dest: peer, ctx: ctx, flags: flags, data: data, key: key, addr: addr, inject: inject}
-	if err := a.setIOV(iov); err != nil {
-		return err
+	if rma[0].Len != n {
+		return errors.Wrapf(fi.EINVAL, "shm: rma: %d local bytes for a remote segment of %d", n, rma[0].Len)
 	}
-	return e.post(&a, kind)
-}
-
-// Read reads len(buf) bytes at offset addr of the peer's region key
-// (fi_read).
-func (e *endpoint) Read(buf []byte, desc any, src fi.Addr, addr, key uint64, ctx any) error {
-	iov := [1][]byte{buf}
-	return e.rma(iov[:], src, addr, key, ctx, e.txFlags, 0, txRead, false)
-}
-
-// ReadV reads into a vector (fi_readv).
-func (e *endpoint) ReadV(iov [][]byte, desc []any, src fi.Addr, addr, key uint64, ctx any) error {
-	return e.rma(iov, src, addr, key, ctx, e.txFlags, 0, txRead, false)
-}
-
-// ReadMsg reads with flags (fi_readmsg); one remote segment.
-func (e *endpoint) ReadMsg(msg *ep.RMAMessage, flags fi.Flags) error {
-	v, err := oneRMA(msg)
-	if err != nil {
-		return err
-	}
-	return e.rma(msg.IOV, msg.Addr, v.Addr, v.Key, msg.Context, flags, 0, txRead, false)
-}
-
-// Write writes buf at offset addr of the peer's region key (fi_write); it
-// completes once the target placed the data.
-func (e *endpoint) Write(buf []byte, desc any, dest fi.Addr, addr, key uint64, ctx any) error {
-	iov := [1][]byte{buf}
-	return e.rma(iov[:], dest, addr, key, ctx, e.txFlags, 0, txWrite, false)
-}
-
-// WriteV writes a vector (fi_writev).
-func (e *endpoint) WriteV(iov [][]byte, desc []any, dest fi.Addr, addr, key uint64, ctx any) error {
-	return e.rma(iov, dest, addr, key, ctx, e.txFlags, 0, txWrite, false)
-}
-
-// WriteMsg writes with flags (fi_writemsg): fi.FlagRemoteCQData gives the
-// target a completion with msg.Data.
-func (e *endpoint) WriteMsg(msg *ep.RMAMessage, flags fi.Flags) error {
-	v, err := oneRMA(msg)
-	if err != nil {
-		return err
-	}
-	return e.rma(msg.IOV, msg.Addr, v.Addr, v.Key, msg.Context, flags, msg.Data, txWrite, false)
-}
-
-// InjectWrite writes buf with no completion (fi_inject_write).
-func (e *endpoint) InjectWrite(buf []byte, dest fi.Addr, addr, key uint64) error {
-	iov := [1][]byte{buf}
-	return e.rma(iov[:], dest, addr, key, nil, 0, 0, txWrite, true)
-}
-
-// WriteData writes with remote CQ data (fi_writedata).
-func (e *endpoint) WriteData(buf []byte, desc any, data uint64, dest fi.Addr, addr, key uint64, ctx any) error {
-	iov := [1][]byte{buf}
-	return e.rma(iov[:], dest, addr, key, ctx, e.txFlags|fi.FlagRemoteCQData, data, txWrite, false)
-}
-
-// InjectWriteData injects a write with remote CQ data
-// (fi_inject_writedata).
-func (e *endpoint) InjectWriteData(buf []byte, data uint64, dest fi.Addr, addr, key uint64) error {
-	iov := [1][]byte{buf}
-	return e.rma(iov[:], dest, addr, key, nil, fi.FlagRemoteCQData, data, txWrite, true)
-}
-
-// oneRMA checks an RMA message's single remote segment against its local
-// length.
-func oneRMA(msg *ep.RMAMessage) (ep.RMAIOV, error) {
-	if msg == nil {
-		return ep.RMAIOV{}, errors.Wrap(fi.EINVAL, "shm: rma: nil message")
-	}
-	if len(msg.RMAIOV) != rmaIOVLimit {
-		return ep.RMAIOV{}, errors.Wrapf(fi.EINVAL, "shm: rma: %d remote segments, the provider takes %d", len(msg.RMAIOV), rmaIOVLimit)
-	}
-	n := 0
-	for _, b := range msg.IOV {
-		n += len(b)
-	}
-	if msg.RMAIOV[0].Len != n {
-		return ep.RMAIOV{}, errors.Wrapf(fi.EINVAL, "shm: rma: %d local bytes for a remote segment of %d", n, msg.RMAIOV[0].Len)
-	}
-	return msg.RMAIOV[0], nil
+	return nil
 }

@@ -6,7 +6,7 @@ import (
 	"github.com/cockroachdb/errors"
 	"github.com/gofabric/gofabric/eq"
 	"github.com/gofabric/gofabric/fi"
-	"github.com/gofabric/gofabric/internal/provutil"
+	"github.com/gofabric/gofabric/kit"
 )
 
 // domain is the shm domain (struct fid_domain): address vectors,
@@ -14,10 +14,10 @@ import (
 // concurrent use.
 type domain struct {
 	// ref counts the objects opened on the domain.
-	ref    provutil.Ref
+	ref    kit.Ref
 	fabric *fabric
 	info   *fi.Info
-	mrs    *provutil.MRTable
+	mrs    *kit.MRTable
 }
 
 var (
@@ -35,11 +35,11 @@ func (d *domain) Info() *fi.Info { return d.info }
 // are open, saying which ("shm: close domain: 2 endpoints and 1 cq still
 // open"), and bare fi.EBADF once closed.
 func (d *domain) Close() error {
-	if err := d.ref.BeginCloseFor("shm: close domain", provutil.KindEndpoint); err != nil {
+	if err := d.ref.BeginCloseFor("shm: close domain", kit.KindEndpoint); err != nil {
 		return err
 	}
 	d.mrs.Close()
-	d.fabric.ref.ReleaseKind(provutil.KindDomain)
+	d.fabric.ref.ReleaseKind(kit.KindDomain)
 	return nil
 }
 
@@ -53,7 +53,7 @@ func (d *domain) acquire(op string) error {
 // OpenAV opens an address vector (fi_av_open) of FI_ADDR_STR endpoint
 // names; FI_AV_MAP and FI_AV_TABLE both give dense indexes.
 func (d *domain) OpenAV(attr *fi.AVAttr) (fi.AV, error) {
-	a, err := provutil.OpenChildAV(&d.ref, attr, fi.FormatStr, checkName, "shm")
+	a, err := kit.OpenChildAV(&d.ref, attr, fi.FormatStr, checkName, "shm")
 	if err != nil {
 		return nil, err
 	}
@@ -63,7 +63,7 @@ func (d *domain) OpenAV(attr *fi.AVAttr) (fi.AV, error) {
 // OpenCQ opens a completion queue (fi_cq_open); reading it drives the
 // progress of the endpoints bound to it.
 func (d *domain) OpenCQ(attr *eq.CQAttr) (eq.CompletionQueue, error) {
-	c, err := provutil.OpenChildCQ(&d.ref, attr, "shm")
+	c, err := kit.OpenChildCQ(&d.ref, attr, "shm")
 	if err != nil {
 		return nil, err
 	}
@@ -76,7 +76,7 @@ func (d *domain) OpenCQ(attr *eq.CQAttr) (eq.CompletionQueue, error) {
 // OpenCounter opens a counter (fi_cntr_open); reading or waiting on it
 // drives the progress of the endpoints bound to it.
 func (d *domain) OpenCounter(attr *eq.CounterAttr) (eq.Counter, error) {
-	c, err := provutil.OpenChildCounter(&d.ref, attr, "shm")
+	c, err := kit.OpenChildCounter(&d.ref, attr, "shm")
 	if err != nil {
 		return nil, err
 	}
@@ -90,21 +90,21 @@ func (d *domain) OpenCounter(attr *eq.CounterAttr) (eq.Counter, error) {
 // application's, remote addresses offsets from MRAttr.Offset. A peer
 // reaches only registered memory, within the region and with its rights.
 func (d *domain) RegisterMR(attr *fi.MRAttr, flags fi.Flags) (fi.MR, error) {
-	return provutil.RegisterChildMR(&d.ref, d.mrs, attr, flags, "shm")
+	return kit.RegisterChildMR(&d.ref, d.mrs, attr, flags, "shm")
 }
 
 // addrVector is the domain's AV.
-type addrVector struct{ *provutil.ChildAV }
+type addrVector struct{ *kit.ChildAV }
 
 type completionQueue struct {
-	*provutil.ChildCQ
+	*kit.ChildCQ
 	// eps are the endpoints bound to the queue, whose progress reading it
 	// drives.
 	eps epSet
 }
 
 type counter struct {
-	*provutil.ChildCounter
+	*kit.ChildCounter
 	// eps are the endpoints bound to the counter, as for completionQueue.
 	eps epSet
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/gofabric/gofabric/ep"
 	"github.com/gofabric/gofabric/eq"
 	"github.com/gofabric/gofabric/fi"
-	"github.com/gofabric/gofabric/internal/provutil"
+	"github.com/gofabric/gofabric/kit"
 	"golang.org/x/sys/unix"
 )
 
@@ -24,12 +24,16 @@ import (
 // the peer's region, where it claims an entry on first use. Safe for
 // concurrent use.
 type endpoint struct {
-	domain           *domain
-	info             *fi.Info
-	bind             provutil.Bindings
-	txFlags, rxFlags fi.Flags
-	closed           atomic.Bool
-	enabled          atomic.Bool
+	domain *domain
+	info   *fi.Info
+	bind   kit.Bindings
+	// The adapter gives the endpoint fi_msg(3), fi_tagged(3) and
+	// fi_rma(3) over PostTx and PostRx (data.go).
+	kit.MsgOps
+	kit.TaggedOps
+	kit.RMAOps
+	closed  atomic.Bool
+	enabled atomic.Bool
 	// noCMA is FI_SHM_DISABLE_CMA as the endpoint opened.
 	noCMA bool
 	// checkIvl is FI_SHM_CHECK_INTERVAL as the endpoint opened.
@@ -70,10 +74,10 @@ type endpoint struct {
 	probe *[2]uint64
 
 	// Fixed at Enable.
-	av           *provutil.AV
-	txcq, rxcq   *provutil.CQ
+	av           *kit.AV
+	txcq, rxcq   *kit.CQ
 	txSel, rxSel bool
-	cntr         [nCntr]*provutil.Counter
+	cntr         [nCntr]*kit.Counter
 	sets         []*epSet
 
 	// mu guards the data path: the state in dataPath.
@@ -132,12 +136,8 @@ func (d *domain) OpenEndpoint(info *fi.Info) (ep.Endpoint, error) {
 	if e.info.Caps == 0 {
 		e.info.Caps = infoCaps
 	}
-	if e.info.TxAttr != nil {
-		e.txFlags = e.info.TxAttr.OpFlags
-	}
-	if e.info.RxAttr != nil {
-		e.rxFlags = e.info.RxAttr.OpFlags
-	}
+	ops := kit.NewOps(e, "shm", e.info)
+	e.MsgOps, e.TaggedOps, e.RMAOps = kit.MsgOps{Ops: ops}, kit.TaggedOps{Ops: ops}, kit.RMAOps{Ops: ops}
 	e.bind.Init(e.info)
 	e.dp.init(txSize, rxSize)
 	e.noCMA = cmaDisabled()

@@ -13,7 +13,7 @@ import (
 
 	"github.com/cockroachdb/errors"
 	"github.com/gofabric/gofabric/fi"
-	"github.com/gofabric/gofabric/internal/provutil"
+	"github.com/gofabric/gofabric/kit"
 )
 
 // provName is the provider's name, libfabric's.
@@ -151,7 +151,7 @@ func (provider) GetInfo(ctx context.Context, node, service string, flags fi.Flag
 		}
 		h.SrcAddr, h.DestAddr = nil, nil
 	}
-	out, err := provutil.MatchInfo(ctx, provName, []*fi.Info{e}, "", "", 0, h)
+	out, err := kit.MatchInfo(ctx, provName, []*fi.Info{e}, "", "", 0, h)
 	if err != nil {
 		return nil, err
 	}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/gofabric/gofabric/eq"
 	"github.com/gofabric/gofabric/fi"
-	"github.com/gofabric/gofabric/internal/provutil"
+	"github.com/gofabric/gofabric/kit"
 	"golang.org/x/sys/unix"
 )
 
@@ -1422,7 +1422,7 @@ func (d *dataPath) cancelRecv(e *endpoint, ctx any) bool {
 			l = d.trecvs
 		}
 		for k := range l {
-			if provutil.SameContext(l[k].ctx, ctx) {
+			if kit.SameContext(l[k].ctx, ctx) {
 				r := d.take(tagged, k)
 				e.failRecv(&r, fi.ECANCELED, 0)
 				return true

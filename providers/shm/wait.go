@@ -8,13 +8,13 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/gofabric/gofabric/internal/provutil"
+	"github.com/gofabric/gofabric/kit"
 )
 
 // epSet is the set of endpoints a completion queue or counter drives:
 // reading the queue runs their progress (FI_PROGRESS_MANUAL), and a
 // reader about to block sleeps on their doorbells.
-type epSet struct{ provutil.Set[*endpoint] }
+type epSet struct{ kit.Set[*endpoint] }
 
 // progress is the queue's progress hook.
 func (s *epSet) progress() {
@@ -23,7 +23,7 @@ func (s *epSet) progress() {
 	}
 }
 
-// wait is the queue's wait hook (provutil.WaitFunc): it marks the
+// wait is the queue's wait hook (kit.WaitFunc): it marks the
 // endpoints' inboxes sleeping and, unless something arrived or moved
 // meanwhile, sleeps on their doorbells until one rings, ctx ends (an
 // entry, a signal, the reader's deadline), an endpoint closes, or a

@@ -6,6 +6,7 @@ import (
 	"github.com/cockroachdb/errors"
 	"github.com/gofabric/gofabric/ep"
 	"github.com/gofabric/gofabric/fi"
+	"github.com/gofabric/gofabric/kit"
 )
 
 // Data transfer calls (fi_msg(3), fi_rma(3)). They never block and, on
@@ -39,15 +40,6 @@ type txArgs struct {
 	// internal is an operation of the RDM layer (txEntry.internal);
 	// locked says the caller holds the endpoint's mu.
 	internal, locked bool
-}
-
-// setIOV copies a caller's vector; more than iovLimit entries is EINVAL.
-func (a *txArgs) setIOV(iov [][]byte) error {
-	if len(iov) > iovLimit {
-		return errors.Wrapf(fi.EINVAL, "tcp: %d iovecs, the limit is %d", len(iov), iovLimit)
-	}
-	a.niov = copy(a.iov[:], iov)
-	return nil
 }
 
 func (a *txArgs) length() int {
@@ -188,89 +180,60 @@ func (e *endpoint) post(a *txArgs, kind txKind) error {
 	return nil
 }
 
-// Send sends buf (fi_send), with the endpoint's default transmit flags.
-func (e *endpoint) Send(buf []byte, desc any, dest fi.Addr, ctx any) error {
-	a := txArgs{niov: 1, ctx: ctx, flags: e.txFlags}
-	a.iov[0] = buf
-	return e.post(&a, txSend)
-}
-
-// SendV sends a vector of up to 4 buffers (fi_sendv).
-func (e *endpoint) SendV(iov [][]byte, desc []any, dest fi.Addr, ctx any) error {
-	a := txArgs{ctx: ctx, flags: e.txFlags}
-	if err := a.setIOV(iov); err != nil {
+// PostTx queues a transmit operation of the adapter (kit.Poster): every
+// form of fi_send, fi_write and fi_read. The message forms take
+// fi.FlagRemoteCQData (sends msg.Data), fi.FlagDeliveryComplete
+// (completes once the peer has the message), fi.FlagInject (copies the
+// payload, 128 bytes at most) and fi.FlagCompletion (reports under
+// selective completion). A write completes once the peer has placed the
+// data.
+func (e *endpoint) PostTx(op kit.Op) error {
+	a := txArgs{ctx: op.Context, data: op.Data, flags: op.Flags, inject: op.Inject}
+	n, err := op.CopyIOV(a.iov[:], "tcp")
+	if err != nil {
 		return err
 	}
-	return e.post(&a, txSend)
+	a.niov = n
+	kind := txSend
+	switch op.Kind {
+	case kit.OpSend:
+		if op.Inject {
+			a.flags = injectFlags(op.Flags) &^ fi.FlagInject
+		}
+	case kit.OpWrite, kit.OpRead:
+		kind = txWrite
+		if op.Kind == kit.OpRead {
+			kind = txRead
+		}
+		if op.Inject {
+			a.flags &^= fi.FlagInject
+		}
+		if err := a.setRMA(&op); err != nil {
+			return err
+		}
+	default:
+		return fi.ENOSYS
+	}
+	return e.post(&a, kind)
 }
 
-// SendMsg sends with flags (fi_sendmsg): fi.FlagRemoteCQData sends
-// msg.Data, fi.FlagDeliveryComplete completes once the peer has the
-// message, fi.FlagInject copies the payload (128 bytes at most),
-// fi.FlagCompletion reports under selective completion.
-func (e *endpoint) SendMsg(msg *ep.Message, flags fi.Flags) error {
-	if msg == nil {
-		return errors.Wrap(fi.EINVAL, "tcp: sendmsg: nil message")
+// PostRx posts a receive of the adapter (kit.Poster): fi_recv, fi_recvv
+// and fi_recvmsg, whose flags may be fi.FlagCompletion (reports under
+// selective completion) and fi.FlagMore.
+func (e *endpoint) PostRx(op kit.Op) error {
+	if op.Kind != kit.OpRecv {
+		return fi.ENOSYS
 	}
-	a := txArgs{ctx: msg.Context, data: msg.Data, flags: flags}
-	if err := a.setIOV(msg.IOV); err != nil {
+	if op.Vector() && op.Flags&^(fi.FlagCompletion|fi.FlagMore) != 0 {
+		return errors.Wrapf(fi.EBADFLAGS, "tcp: recvmsg: flags %v", op.Flags&^(fi.FlagCompletion|fi.FlagMore))
+	}
+	r := rxEntry{ctx: op.Context, report: !e.rxSel || op.Flags&fi.FlagCompletion != 0}
+	n, err := op.CopyIOV(r.iov[:], "tcp")
+	if err != nil {
 		return err
 	}
-	return e.post(&a, txSend)
-}
-
-// Inject sends buf, at most 128 bytes, with no completion (fi_inject).
-func (e *endpoint) Inject(buf []byte, dest fi.Addr) error {
-	a := txArgs{niov: 1, inject: true, flags: injectFlags(e.txFlags)}
-	a.iov[0] = buf
-	return e.post(&a, txSend)
-}
-
-// SendData sends buf with remote CQ data (fi_senddata).
-func (e *endpoint) SendData(buf []byte, desc any, data uint64, dest fi.Addr, ctx any) error {
-	a := txArgs{niov: 1, ctx: ctx, data: data, flags: e.txFlags | fi.FlagRemoteCQData}
-	a.iov[0] = buf
-	return e.post(&a, txSend)
-}
-
-// InjectData injects buf with remote CQ data (fi_injectdata).
-func (e *endpoint) InjectData(buf []byte, data uint64, dest fi.Addr) error {
-	a := txArgs{niov: 1, inject: true, data: data, flags: injectFlags(e.txFlags) | fi.FlagRemoteCQData}
-	a.iov[0] = buf
-	return e.post(&a, txSend)
-}
-
-// Recv posts a receive buffer (fi_recv).
-func (e *endpoint) Recv(buf []byte, desc any, src fi.Addr, ctx any) error {
-	r := rxEntry{niov: 1, size: len(buf), ctx: ctx, report: !e.rxSel || e.rxFlags&fi.FlagCompletion != 0}
-	r.iov[0] = buf
-	return e.postRecv(&r)
-}
-
-// RecvV posts a vector of up to 4 buffers (fi_recvv).
-func (e *endpoint) RecvV(iov [][]byte, desc []any, src fi.Addr, ctx any) error {
-	return e.recvVec(iov, ctx, e.rxFlags)
-}
-
-// RecvMsg posts a receive with flags (fi_recvmsg); fi.FlagCompletion
-// reports under selective completion.
-func (e *endpoint) RecvMsg(msg *ep.Message, flags fi.Flags) error {
-	if msg == nil {
-		return errors.Wrap(fi.EINVAL, "tcp: recvmsg: nil message")
-	}
-	if flags&^(fi.FlagCompletion|fi.FlagMore) != 0 {
-		return errors.Wrapf(fi.EBADFLAGS, "tcp: recvmsg: flags %v", flags&^(fi.FlagCompletion|fi.FlagMore))
-	}
-	return e.recvVec(msg.IOV, msg.Context, flags)
-}
-
-func (e *endpoint) recvVec(iov [][]byte, ctx any, flags fi.Flags) error {
-	if len(iov) > iovLimit {
-		return errors.Wrapf(fi.EINVAL, "tcp: recv: %d iovecs, the limit is %d", len(iov), iovLimit)
-	}
-	r := rxEntry{ctx: ctx, report: !e.rxSel || flags&fi.FlagCompletion != 0}
-	r.niov = copy(r.iov[:], iov)
-	for _, b := range iov {
+	r.niov = n
+	for _, b := range r.iov[:n] {
 		r.size += len(b)
 	}
 	return e.postRecv(&r)
@@ -295,107 +258,23 @@ func (e *endpoint) postRecv(r *rxEntry) error {
 	return e.dp.postRecv(e, r)
 }
 
-// rmaArgs builds the arguments of a one-segment RMA call.
-func rmaArgs(buf []byte, addr, key uint64, ctx any, flags fi.Flags) txArgs {
-	a := txArgs{niov: 1, ctx: ctx, flags: flags, nrma: 1}
-	a.iov[0] = buf
-	a.rma[0] = rmaIOV{addr: addr, len: uint64(len(buf)), key: key}
-	return a
-}
-
-// Read reads len(buf) bytes at the peer's addr of its region key into buf
-// (fi_read).
-func (e *endpoint) Read(buf []byte, desc any, src fi.Addr, addr, key uint64, ctx any) error {
-	a := rmaArgs(buf, addr, key, ctx, e.txFlags)
-	return e.post(&a, txRead)
-}
-
-// ReadV reads into a vector (fi_readv).
-func (e *endpoint) ReadV(iov [][]byte, desc []any, src fi.Addr, addr, key uint64, ctx any) error {
-	a := txArgs{ctx: ctx, flags: e.txFlags, nrma: 1}
-	if err := a.setIOV(iov); err != nil {
-		return err
+// setRMA sets the remote segments of an RMA operation: the message
+// forms' vector, else one segment of the local length.
+func (a *txArgs) setRMA(op *kit.Op) error {
+	if op.RMAIOV == nil {
+		a.rma[0] = rmaIOV{addr: op.RAddr, len: uint64(a.length()), key: op.Key}
+		a.nrma = 1
+		return nil
 	}
-	a.rma[0] = rmaIOV{addr: addr, len: uint64(a.length()), key: key}
-	return e.post(&a, txRead)
-}
-
-// ReadMsg reads with flags (fi_readmsg).
-func (e *endpoint) ReadMsg(msg *ep.RMAMessage, flags fi.Flags) error {
-	a, err := rmaMsgArgs(msg, flags)
-	if err != nil {
-		return err
+	if len(op.RMAIOV) > iovLimit {
+		return errors.Wrapf(fi.EINVAL, "tcp: rma: %d rma iovecs, the limit is %d", len(op.RMAIOV), iovLimit)
 	}
-	return e.post(&a, txRead)
-}
-
-// Write writes buf to the peer's addr of its region key (fi_write). It
-// completes once the peer has placed the data.
-func (e *endpoint) Write(buf []byte, desc any, dest fi.Addr, addr, key uint64, ctx any) error {
-	a := rmaArgs(buf, addr, key, ctx, e.txFlags)
-	return e.post(&a, txWrite)
-}
-
-// WriteV writes a vector (fi_writev).
-func (e *endpoint) WriteV(iov [][]byte, desc []any, dest fi.Addr, addr, key uint64, ctx any) error {
-	a := txArgs{ctx: ctx, flags: e.txFlags, nrma: 1}
-	if err := a.setIOV(iov); err != nil {
-		return err
-	}
-	a.rma[0] = rmaIOV{addr: addr, len: uint64(a.length()), key: key}
-	return e.post(&a, txWrite)
-}
-
-// WriteMsg writes with flags (fi_writemsg); fi.FlagRemoteCQData gives the
-// target a completion with msg.Data.
-func (e *endpoint) WriteMsg(msg *ep.RMAMessage, flags fi.Flags) error {
-	a, err := rmaMsgArgs(msg, flags)
-	if err != nil {
-		return err
-	}
-	return e.post(&a, txWrite)
-}
-
-// InjectWrite writes buf, at most 128 bytes, with no completion
-// (fi_inject_write).
-func (e *endpoint) InjectWrite(buf []byte, dest fi.Addr, addr, key uint64) error {
-	a := rmaArgs(buf, addr, key, nil, e.txFlags&^fi.FlagCompletion)
-	a.inject = true
-	return e.post(&a, txWrite)
-}
-
-// WriteData writes with remote CQ data (fi_writedata).
-func (e *endpoint) WriteData(buf []byte, desc any, data uint64, dest fi.Addr, addr, key uint64, ctx any) error {
-	a := rmaArgs(buf, addr, key, ctx, e.txFlags|fi.FlagRemoteCQData)
-	a.data = data
-	return e.post(&a, txWrite)
-}
-
-// InjectWriteData injects a write with remote CQ data
-// (fi_inject_writedata).
-func (e *endpoint) InjectWriteData(buf []byte, data uint64, dest fi.Addr, addr, key uint64) error {
-	a := rmaArgs(buf, addr, key, nil, (e.txFlags&^fi.FlagCompletion)|fi.FlagRemoteCQData)
-	a.inject, a.data = true, data
-	return e.post(&a, txWrite)
-}
-
-func rmaMsgArgs(msg *ep.RMAMessage, flags fi.Flags) (txArgs, error) {
-	if msg == nil {
-		return txArgs{}, errors.Wrap(fi.EINVAL, "tcp: rma: nil message")
-	}
-	a := txArgs{ctx: msg.Context, data: msg.Data, flags: flags}
-	if err := a.setIOV(msg.IOV); err != nil {
-		return a, err
-	}
-	if len(msg.RMAIOV) > iovLimit {
-		return a, errors.Wrapf(fi.EINVAL, "tcp: rma: %d rma iovecs, the limit is %d", len(msg.RMAIOV), iovLimit)
-	}
-	for i, v := range msg.RMAIOV {
+	for i, v := range op.RMAIOV {
 		if v.Len < 0 {
-			return a, errors.Wrapf(fi.EINVAL, "tcp: rma: negative length %d", v.Len)
+			return errors.Wrapf(fi.EINVAL, "tcp: rma: negative length %d", v.Len)
 		}
 		a.rma[i] = rmaIOV{addr: v.Addr, len: uint64(v.Len), key: v.Key}
 	}
-	a.nrma = len(msg.RMAIOV)
-	return a, nil
+	a.nrma = len(op.RMAIOV)
+	return nil
 }

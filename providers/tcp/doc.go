@@ -64,7 +64,7 @@
 // domains; a domain opens completion queues, counters, address vectors
 // (for RDM endpoints: sockaddrs with a port) and endpoints (ep.Open) and
 // registers memory. Queues, counters, AVs and the MR table are the
-// framework's (internal/provutil).
+// framework's (kit).
 // Every object holds a reference on its parent, so closing a fabric with a
 // domain, EQ or passive endpoint open, or a domain with a CQ, counter, MR
 // or endpoint open, returns fi.EBUSY, as fi_close(3) says.

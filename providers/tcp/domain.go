@@ -6,7 +6,7 @@ import (
 	"github.com/cockroachdb/errors"
 	"github.com/gofabric/gofabric/eq"
 	"github.com/gofabric/gofabric/fi"
-	"github.com/gofabric/gofabric/internal/provutil"
+	"github.com/gofabric/gofabric/kit"
 )
 
 // domain is an opened tcp domain (struct fid_domain; fi_domain(3)): the
@@ -17,10 +17,10 @@ import (
 type domain struct {
 	// ref counts the endpoints, CQs, counters, AVs and MRs opened on the
 	// domain; Close returns EBUSY while any is open.
-	ref    provutil.Ref
+	ref    kit.Ref
 	fabric *fabric
 	info   *fi.Info
-	mrs    *provutil.MRTable
+	mrs    *kit.MRTable
 }
 
 var (
@@ -33,7 +33,7 @@ var (
 // newDomain returns a domain of f for info; the caller holds a reference
 // on f for it, which Close releases.
 func newDomain(f *fabric, info *fi.Info) *domain {
-	return &domain{fabric: f, info: info.Clone(), mrs: provutil.NewMRTable(mrMode)}
+	return &domain{fabric: f, info: info.Clone(), mrs: kit.NewMRTable(mrMode)}
 }
 
 // Info returns the Info the domain was opened with.
@@ -44,11 +44,11 @@ func (d *domain) Info() *fi.Info { return d.info }
 // which ("tcp: close domain: 2 endpoints and 1 cq still open"); once
 // closed, bare fi.EBADF. Closing lets the fabric close.
 func (d *domain) Close() error {
-	if err := d.ref.BeginCloseFor("tcp: close domain", provutil.KindEndpoint); err != nil {
+	if err := d.ref.BeginCloseFor("tcp: close domain", kit.KindEndpoint); err != nil {
 		return err
 	}
 	d.mrs.Close()
-	d.fabric.ref.ReleaseKind(provutil.KindDomain)
+	d.fabric.ref.ReleaseKind(kit.KindDomain)
 	return nil
 }
 
@@ -63,7 +63,7 @@ func (d *domain) acquire(op string) error {
 // OpenCQ opens a completion queue (fi_cq_open): the framework's software
 // CQ, which holds a reference on the domain until it closes.
 func (d *domain) OpenCQ(attr *eq.CQAttr) (eq.CompletionQueue, error) {
-	c, err := provutil.OpenChildCQ(&d.ref, attr, "tcp")
+	c, err := kit.OpenChildCQ(&d.ref, attr, "tcp")
 	if err != nil {
 		return nil, err
 	}
@@ -76,7 +76,7 @@ func (d *domain) OpenCQ(attr *eq.CQAttr) (eq.CompletionQueue, error) {
 // OpenCounter opens a counter (fi_cntr_open): the framework's software
 // counter, which holds a reference on the domain until it closes.
 func (d *domain) OpenCounter(attr *eq.CounterAttr) (eq.Counter, error) {
-	c, err := provutil.OpenChildCounter(&d.ref, attr, "tcp")
+	c, err := kit.OpenChildCounter(&d.ref, attr, "tcp")
 	if err != nil {
 		return nil, err
 	}
@@ -90,7 +90,7 @@ func (d *domain) OpenCounter(attr *eq.CounterAttr) (eq.Counter, error) {
 // (sockaddr_in, sockaddr_in6) for RDM endpoints; FI_AV_MAP and
 // FI_AV_TABLE both give dense indexes.
 func (d *domain) OpenAV(attr *fi.AVAttr) (fi.AV, error) {
-	a, err := provutil.OpenChildAV(&d.ref, attr, d.info.AddrFormat, checkPeerName, "tcp")
+	a, err := kit.OpenChildAV(&d.ref, attr, d.info.AddrFormat, checkPeerName, "tcp")
 	if err != nil {
 		return nil, err
 	}
@@ -113,22 +113,22 @@ func checkPeerName(b []byte) error {
 // addrVector is a software AV that releases its domain's reference when
 // it closes.
 type addrVector struct {
-	*provutil.ChildAV
+	*kit.ChildAV
 }
 
 // RegisterMR registers memory (fi_mr_regattr) in the domain's table, with
 // the C provider's MR mode: keys are the application's requested keys and
 // remote addresses are offsets from MRAttr.Offset. The region holds a
 // reference on the domain until it closes; its Desc is the
-// *provutil.MR.
+// *kit.MR.
 func (d *domain) RegisterMR(attr *fi.MRAttr, flags fi.Flags) (fi.MR, error) {
-	return provutil.RegisterChildMR(&d.ref, d.mrs, attr, flags, "tcp")
+	return kit.RegisterChildMR(&d.ref, d.mrs, attr, flags, "tcp")
 }
 
 // completionQueue is a software CQ that releases its domain's reference
 // when it closes.
 type completionQueue struct {
-	*provutil.ChildCQ
+	*kit.ChildCQ
 	// eps are the endpoints bound to the queue, whose progress reading it
 	// drives.
 	eps epSet
@@ -137,7 +137,7 @@ type completionQueue struct {
 // counter is a software counter that releases its domain's reference when
 // it closes.
 type counter struct {
-	*provutil.ChildCounter
+	*kit.ChildCounter
 	// eps are the endpoints bound to the counter, as for completionQueue.
 	eps epSet
 }

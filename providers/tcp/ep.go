@@ -14,8 +14,8 @@ import (
 	"github.com/gofabric/gofabric/ep"
 	"github.com/gofabric/gofabric/eq"
 	"github.com/gofabric/gofabric/fi"
-	"github.com/gofabric/gofabric/internal/provutil"
 	"github.com/gofabric/gofabric/internal/sockpoll"
+	"github.com/gofabric/gofabric/kit"
 )
 
 // endpoint is a connected (FI_EP_MSG) endpoint (struct fid_ep;
@@ -25,13 +25,16 @@ import (
 type endpoint struct {
 	domain *domain
 	info   *fi.Info
-	bind   provutil.Bindings
+	bind   kit.Bindings
 	cs     ep.ConnState
 	params params
 
-	// Default operation flags (fi_tx_attr.op_flags, fi_rx_attr.op_flags)
-	// for the calls that take none.
-	txFlags, rxFlags fi.Flags
+	// The adapter gives the endpoint fi_msg(3) and fi_rma(3) over PostTx
+	// and PostRx (data.go), with the default operation flags
+	// (fi_tx_attr.op_flags, fi_rx_attr.op_flags) for the calls that take
+	// none.
+	kit.MsgOps
+	kit.RMAOps
 
 	// Completion targets, fixed at Enable.
 	completions
@@ -74,16 +77,16 @@ type endpoint struct {
 // Enable: its CQs and counters, and the sets of the queues and counters
 // whose reads drive its progress.
 type completions struct {
-	txcq, rxcq   *provutil.CQ
+	txcq, rxcq   *kit.CQ
 	txSel, rxSel bool
-	cntr         [nCntr]*provutil.Counter
+	cntr         [nCntr]*kit.Counter
 	sets         []*epSet
 }
 
 // bindQueues takes the completion queues and counters bound in b
 // (fi_ep_bind's FI_TRANSMIT, FI_RECV, FI_SELECTIVE_COMPLETION and counter
 // flags).
-func (c *completions) bindQueues(b *provutil.Bindings) {
+func (c *completions) bindQueues(b *kit.Bindings) {
 	if q, ok := b.TxCQ.(*completionQueue); ok {
 		c.txcq, c.txSel = q.CQ, b.TxSelective
 		c.sets = append(c.sets, &q.eps)
@@ -165,12 +168,8 @@ func (d *domain) OpenEndpoint(info *fi.Info) (ep.Endpoint, error) {
 	if e.info.Caps == 0 {
 		e.info.Caps = infoCaps
 	}
-	if e.info.TxAttr != nil {
-		e.txFlags = e.info.TxAttr.OpFlags
-	}
-	if e.info.RxAttr != nil {
-		e.rxFlags = e.info.RxAttr.OpFlags
-	}
+	ops := kit.NewOps(e, "tcp", e.info)
+	e.MsgOps, e.RMAOps = kit.MsgOps{Ops: ops}, kit.RMAOps{Ops: ops}
 	e.bind.Init(e.info)
 	e.dp.init(txSize, rxSize)
 	if req != nil {
@@ -214,7 +213,7 @@ func (e *endpoint) Info() *fi.Info { return e.info }
 
 // Bind binds an event queue, completion queue or counter of this provider
 // (fi_ep_bind). Objects of other providers give fi.EINVAL; the rest of the
-// rules are provutil.Bindings'.
+// rules are kit.Bindings'.
 func (e *endpoint) Bind(obj fi.Fid, flags fi.Flags) error {
 	switch obj.(type) {
 	case *eventQueue, *completionQueue, *counter:

@@ -7,7 +7,7 @@ import (
 	"github.com/gofabric/gofabric/eq"
 	"github.com/gofabric/gofabric/fi"
 	"github.com/gofabric/gofabric/internal/netif"
-	"github.com/gofabric/gofabric/internal/provutil"
+	"github.com/gofabric/gofabric/kit"
 )
 
 // fabric is an opened tcp fabric (struct fid_fabric; fi_fabric(3)): an IP
@@ -16,7 +16,7 @@ import (
 type fabric struct {
 	// ref counts the domains and event queues opened on the fabric; Close
 	// returns EBUSY while any is open.
-	ref    provutil.Ref
+	ref    kit.Ref
 	attr   fi.FabricAttr
 	params params
 }
@@ -64,7 +64,7 @@ func (provider) OpenFabric(attr *fi.FabricAttr) (fi.Fabric, error) {
 // ("tcp: close fabric: 1 domain and 1 eq still open"); once closed, bare
 // fi.EBADF.
 func (f *fabric) Close() error {
-	return f.ref.BeginCloseFor("tcp: close fabric", provutil.KindPassiveEndpoint)
+	return f.ref.BeginCloseFor("tcp: close fabric", kit.KindPassiveEndpoint)
 }
 
 // OpenDomain opens a domain of the fabric (fi_domain(3)) for info, an
@@ -79,7 +79,7 @@ func (f *fabric) OpenDomain(info *fi.Info) (fi.Domain, error) {
 	if t := info.EPAttr; t != nil && t.Type != fi.EPTypeUnspec && t.Type != fi.EPTypeMsg && t.Type != fi.EPTypeRDM {
 		return nil, errors.Wrapf(fi.EINVAL, "tcp: open domain: ep type %v not supported (offers FI_EP_MSG and FI_EP_RDM)", t.Type)
 	}
-	if err := f.ref.AcquireKind(provutil.KindDomain); err != nil {
+	if err := f.ref.AcquireKind(kit.KindDomain); err != nil {
 		return nil, errors.Wrap(err, "tcp: open domain: fabric closed")
 	}
 	return newDomain(f, info), nil
@@ -88,7 +88,7 @@ func (f *fabric) OpenDomain(info *fi.Info) (fi.Domain, error) {
 // OpenEQ opens an event queue (fi_eq_open): the framework's software EQ,
 // which holds a reference on the fabric until it closes.
 func (f *fabric) OpenEQ(attr *eq.Attr) (eq.EventQueue, error) {
-	q, err := provutil.OpenChildEQ(&f.ref, attr, "tcp")
+	q, err := kit.OpenChildEQ(&f.ref, attr, "tcp")
 	if err != nil {
 		return nil, err
 	}
@@ -100,7 +100,7 @@ func (f *fabric) OpenEQ(attr *eq.Attr) (eq.EventQueue, error) {
 
 // eventQueue is the fabric's EQ.
 type eventQueue struct {
-	*provutil.ChildEQ
+	*kit.ChildEQ
 	// eps are the connected endpoints bound to the queue: reading it
 	// drives their progress, so that a peer's disconnect becomes an
 	// eq.Shutdown event even when nobody reads their CQs.

@@ -5,7 +5,7 @@ package tcp
 import (
 	"github.com/gofabric/gofabric/eq"
 	"github.com/gofabric/gofabric/fi"
-	"github.com/gofabric/gofabric/internal/provutil"
+	"github.com/gofabric/gofabric/kit"
 	"golang.org/x/sys/unix"
 )
 
@@ -818,7 +818,7 @@ func (d *dataPath) postRecv(e *endpoint, r *rxEntry) error {
 func (d *dataPath) cancelRecv(e *endpoint, ctx any) bool {
 	for k := range d.recvCount {
 		i := (d.recvHead + k) & d.rxMask
-		if !provutil.SameContext(d.recvs[i].ctx, ctx) {
+		if !kit.SameContext(d.recvs[i].ctx, ctx) {
 			continue
 		}
 		r := d.recvs[i]

@@ -14,7 +14,7 @@ import (
 	"github.com/gofabric/gofabric/ep"
 	"github.com/gofabric/gofabric/eq"
 	"github.com/gofabric/gofabric/fi"
-	"github.com/gofabric/gofabric/internal/provutil"
+	"github.com/gofabric/gofabric/kit"
 )
 
 // rdmEndpoint is a reliable unconnected endpoint (struct fid_ep;
@@ -25,17 +25,21 @@ import (
 // opened on the first send to it or accepted from it. Safe for concurrent
 // use.
 type rdmEndpoint struct {
-	domain           *domain
-	info             *fi.Info
-	msgInfo          *fi.Info // what its connections are opened with
-	bind             provutil.Bindings
-	txFlags, rxFlags fi.Flags
-	enabled, closed  atomic.Bool
-	pid              uint32
-	rxSize           int // posted receives of each kind (rx_attr.size)
+	domain  *domain
+	info    *fi.Info
+	msgInfo *fi.Info // what its connections are opened with
+	bind    kit.Bindings
+	// The adapter gives the endpoint fi_msg(3), fi_tagged(3) and
+	// fi_rma(3) over PostTx and PostRx (rdmapi.go).
+	kit.MsgOps
+	kit.TaggedOps
+	kit.RMAOps
+	enabled, closed atomic.Bool
+	pid             uint32
+	rxSize          int // posted receives of each kind (rx_attr.size)
 
 	// Fixed at Enable.
-	av *provutil.AV
+	av *kit.AV
 	completions
 
 	pep  *passiveEP
@@ -112,12 +116,8 @@ func (d *domain) openRDM(info *fi.Info) (*rdmEndpoint, error) {
 	if r.info.Caps == 0 {
 		r.info.Caps = rdmCaps
 	}
-	if r.info.TxAttr != nil {
-		r.txFlags = r.info.TxAttr.OpFlags
-	}
-	if r.info.RxAttr != nil {
-		r.rxFlags = r.info.RxAttr.OpFlags
-	}
+	ops := kit.NewOps(r, "tcp", r.info)
+	r.MsgOps, r.TaggedOps, r.RMAOps = kit.MsgOps{Ops: ops}, kit.TaggedOps{Ops: ops}, kit.RMAOps{Ops: ops}
 	r.msgInfo = d.info.Clone()
 	r.msgInfo.Handle = nil
 	r.msgInfo.SrcAddr = r.info.SrcAddr
@@ -153,7 +153,7 @@ func (d *domain) openRDM(info *fi.Info) (*rdmEndpoint, error) {
 func (r *rdmEndpoint) Info() *fi.Info { return r.info }
 
 // Bind binds an address vector, completion queue or counter of this
-// domain (fi_ep_bind); the rules are provutil.Bindings'.
+// domain (fi_ep_bind); the rules are kit.Bindings'.
 func (r *rdmEndpoint) Bind(obj fi.Fid, flags fi.Flags) error {
 	switch obj.(type) {
 	case *addrVector, *completionQueue, *counter:

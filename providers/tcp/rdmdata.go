@@ -6,7 +6,7 @@ import (
 	"github.com/cockroachdb/errors"
 	"github.com/gofabric/gofabric/eq"
 	"github.com/gofabric/gofabric/fi"
-	"github.com/gofabric/gofabric/internal/provutil"
+	"github.com/gofabric/gofabric/kit"
 )
 
 // Data transfer of RDM endpoints (fi_msg(3), fi_tagged(3), fi_rma(3)) in
@@ -230,7 +230,7 @@ func (m *matcher) cancel(r *rdmEndpoint, ctx any) bool {
 	var got rdmRecv
 	for _, l := range []*[]rdmRecv{&m.recvs, &m.trecvs} {
 		for k := range *l {
-			if provutil.SameContext((*l)[k].ctx, ctx) {
+			if kit.SameContext((*l)[k].ctx, ctx) {
 				got = (*l)[k]
 				found = &got
 				*l = append((*l)[:k], (*l)[k+1:]...)
@@ -617,7 +617,7 @@ type rndvSend struct {
 	ctx     any
 	report  bool
 	cqFlags fi.Flags
-	mrs     [iovLimit]*provutil.MR
+	mrs     [iovLimit]*kit.MR
 }
 
 // rndvID is the msg_id of slot i in generation gen.
@@ -645,7 +645,7 @@ func (r *rdmEndpoint) sendRndv(c *endpoint, a *rdmArgs, n int) error {
 		if len(b) == 0 {
 			continue
 		}
-		var mr *provutil.MR
+		var mr *kit.MR
 		var err error
 		for range 16 {
 			key := rxmKeyBase | r.mrKey
@@ -765,14 +765,6 @@ type rdmArgs struct {
 	flags  fi.Flags
 	inject bool
 	tagged bool
-}
-
-func (a *rdmArgs) setIOV(iov [][]byte) error {
-	if len(iov) > iovLimit {
-		return errors.Wrapf(fi.EINVAL, "tcp: %d iovecs, the limit is %d", len(iov), iovLimit)
-	}
-	a.niov = copy(a.iov[:], iov)
-	return nil
 }
 
 // ready checks the endpoint can carry data.

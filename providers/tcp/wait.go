@@ -7,8 +7,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/gofabric/gofabric/internal/provutil"
 	"github.com/gofabric/gofabric/internal/sockpoll"
+	"github.com/gofabric/gofabric/kit"
 	"golang.org/x/sys/unix"
 )
 
@@ -18,7 +18,7 @@ import (
 // path), and a reader about to block hands them to their background
 // progress.
 type epSet struct {
-	provutil.Set[*endpoint]
+	kit.Set[*endpoint]
 	// waiting counts the readers blocked on the queue (in wait).
 	waiting atomic.Int32
 }
@@ -31,7 +31,7 @@ func (s *epSet) progress() {
 	}
 }
 
-// wait is the queue's wait hook (provutil.WaitFunc), called when a reader
+// wait is the queue's wait hook (kit.WaitFunc), called when a reader
 // found nothing and is about to block: it tells the endpoints' background
 // progress that nobody polls them now, so that it watches their sockets at
 // once and for as long as the reader blocks, and sleeps until the queue

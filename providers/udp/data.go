@@ -3,9 +3,9 @@
 package udp
 
 import (
-	"github.com/gofabric/gofabric/ep"
 	"github.com/gofabric/gofabric/eq"
 	"github.com/gofabric/gofabric/fi"
+	"github.com/gofabric/gofabric/kit"
 )
 
 // Data transfer calls (fi_msg(3)). A send is one datagram, handed to the
@@ -87,35 +87,22 @@ func (e *endpoint) send(iov [][]byte, dest fi.Addr, ctx any, flags fi.Flags, inj
 	return nil
 }
 
-// Send sends buf to dest (fi_send), with the endpoint's default transmit
-// flags.
-func (e *endpoint) Send(buf []byte, desc any, dest fi.Addr, ctx any) error {
-	iov := [1][]byte{buf}
-	return e.send(iov[:], dest, ctx, e.txFlags, false)
-}
-
-// SendV sends a vector of up to 4 buffers as one datagram (fi_sendv).
-func (e *endpoint) SendV(iov [][]byte, desc []any, dest fi.Addr, ctx any) error {
-	return e.send(iov, dest, ctx, e.txFlags, false)
-}
-
-// SendMsg sends with flags (fi_sendmsg): fi.FlagMulticast sends to the
-// group whose Addr is msg.Addr (joined with send permission),
+// PostTx sends an operation of the adapter (kit.Poster): fi_send,
+// fi_sendv, fi_inject and fi_sendmsg. fi_sendmsg's fi.FlagMulticast sends
+// to the group whose Addr is msg.Addr (joined with send permission),
 // fi.FlagCompletion reports under selective completion; fi.FlagInject and
 // the completion-level flags are accepted and change nothing, since every
 // send completes once the kernel has the datagram. fi.FlagRemoteCQData is
 // refused (fi.EBADFLAGS): the provider carries no CQ data.
-func (e *endpoint) SendMsg(msg *ep.Message, flags fi.Flags) error {
-	if msg == nil {
-		return fi.EINVAL
+func (e *endpoint) PostTx(op kit.Op) error {
+	if op.Kind != kit.OpSend {
+		return fi.ENOSYS
 	}
-	return e.send(msg.IOV, msg.Addr, msg.Context, flags, false)
-}
-
-// Inject sends buf, at most 1472 bytes, with no completion (fi_inject).
-func (e *endpoint) Inject(buf []byte, dest fi.Addr) error {
-	iov := [1][]byte{buf}
-	return e.send(iov[:], dest, nil, e.txFlags&^fi.FlagCompletion, true)
+	if !op.Vector() {
+		iov := [1][]byte{op.Buf}
+		return e.send(iov[:], op.Addr, op.Context, op.Flags, op.Inject)
+	}
+	return e.send(op.IOV, op.Addr, op.Context, op.Flags, op.Inject)
 }
 
 // SendData returns bare fi.ENOSYS, as the C provider's fi_senddata does:
@@ -129,38 +116,24 @@ func (e *endpoint) InjectData(buf []byte, data uint64, dest fi.Addr) error {
 	return fi.ENOSYS
 }
 
-// Recv posts a receive buffer (fi_recv). src is ignored: any sender's
-// datagram fills the oldest posted receive.
-func (e *endpoint) Recv(buf []byte, desc any, src fi.Addr, ctx any) error {
-	x := rxEntry{niov: 1, size: len(buf), ctx: ctx, report: !e.rxSel || e.rxFlags&fi.FlagCompletion != 0}
-	x.iov[0] = buf
-	return e.postRecv(&x)
-}
-
-// RecvV posts a vector of up to 4 buffers (fi_recvv).
-func (e *endpoint) RecvV(iov [][]byte, desc []any, src fi.Addr, ctx any) error {
-	return e.recvVec(iov, ctx, e.rxFlags)
-}
-
-// RecvMsg posts a receive with flags (fi_recvmsg); fi.FlagCompletion
-// reports under selective completion.
-func (e *endpoint) RecvMsg(msg *ep.Message, flags fi.Flags) error {
-	if msg == nil {
-		return fi.EINVAL
+// PostRx posts a receive of the adapter (kit.Poster): fi_recv, fi_recvv
+// and fi_recvmsg. The source is ignored: any sender's datagram fills the
+// oldest posted receive. fi.FlagCompletion reports under selective
+// completion.
+func (e *endpoint) PostRx(op kit.Op) error {
+	if op.Kind != kit.OpRecv {
+		return fi.ENOSYS
 	}
-	if flags&^rxOpFlags != 0 {
+	if op.Flags&^rxOpFlags != 0 {
 		return fi.EBADFLAGS
 	}
-	return e.recvVec(msg.IOV, msg.Context, flags)
-}
-
-func (e *endpoint) recvVec(iov [][]byte, ctx any, flags fi.Flags) error {
-	if len(iov) > iovLimit {
+	x := rxEntry{ctx: op.Context, report: !e.rxSel || op.Flags&fi.FlagCompletion != 0}
+	n, err := op.CopyIOV(x.iov[:], "udp")
+	if err != nil {
 		return fi.EINVAL
 	}
-	x := rxEntry{ctx: ctx, report: !e.rxSel || flags&fi.FlagCompletion != 0}
-	x.niov = copy(x.iov[:], iov)
-	for _, b := range iov {
+	x.niov = n
+	for _, b := range x.iov[:n] {
 		x.size += len(b)
 	}
 	return e.postRecv(&x)

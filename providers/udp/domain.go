@@ -6,7 +6,7 @@ import (
 	"github.com/cockroachdb/errors"
 	"github.com/gofabric/gofabric/eq"
 	"github.com/gofabric/gofabric/fi"
-	"github.com/gofabric/gofabric/internal/provutil"
+	"github.com/gofabric/gofabric/kit"
 )
 
 // domain is an opened udp domain (struct fid_domain; fi_domain(3)): the
@@ -18,7 +18,7 @@ import (
 type domain struct {
 	// ref counts the AVs, CQs and endpoints opened on the domain; Close
 	// returns EBUSY while any is open.
-	ref    provutil.Ref
+	ref    kit.Ref
 	fabric *fabric
 	info   *fi.Info
 }
@@ -37,7 +37,7 @@ func (d *domain) Info() *fi.Info { return d.info }
 // endpoint and 1 av still open"); once closed, bare fi.EBADF. Closing lets
 // the fabric close.
 func (d *domain) Close() error {
-	if err := d.ref.BeginCloseFor("udp: close domain", provutil.KindEndpoint); err != nil {
+	if err := d.ref.BeginCloseFor("udp: close domain", kit.KindEndpoint); err != nil {
 		return err
 	}
 	d.fabric.ref.Release()
@@ -72,7 +72,7 @@ func (d *domain) OpenAV(attr *fi.AVAttr) (fi.AV, error) {
 	if format != fi.FormatSockaddrIn6 {
 		format = fi.FormatSockaddrIn
 	}
-	a, err := provutil.OpenChildAV(&d.ref, attr, format, check, "udp")
+	a, err := kit.OpenChildAV(&d.ref, attr, format, check, "udp")
 	if err != nil {
 		return nil, err
 	}
@@ -83,7 +83,7 @@ func (d *domain) OpenAV(attr *fi.AVAttr) (fi.AV, error) {
 // CQ, which holds a reference on the domain until it closes. Reading it
 // drives the progress of the endpoints bound to it.
 func (d *domain) OpenCQ(attr *eq.CQAttr) (eq.CompletionQueue, error) {
-	c, err := provutil.OpenChildCQ(&d.ref, attr, "udp")
+	c, err := kit.OpenChildCQ(&d.ref, attr, "udp")
 	if err != nil {
 		return nil, err
 	}
@@ -95,12 +95,12 @@ func (d *domain) OpenCQ(attr *eq.CQAttr) (eq.CompletionQueue, error) {
 
 // addrVector is a software AV that releases its domain's reference when
 // it closes.
-type addrVector struct{ *provutil.ChildAV }
+type addrVector struct{ *kit.ChildAV }
 
 // completionQueue is a software CQ that releases its domain's reference
 // when it closes.
 type completionQueue struct {
-	*provutil.ChildCQ
+	*kit.ChildCQ
 	// eps are the endpoints bound to the queue, whose progress reading it
 	// drives.
 	eps epSet

@@ -13,8 +13,8 @@ import (
 	"github.com/gofabric/gofabric/ep"
 	"github.com/gofabric/gofabric/fi"
 	"github.com/gofabric/gofabric/internal/netif"
-	"github.com/gofabric/gofabric/internal/provutil"
 	"github.com/gofabric/gofabric/internal/sockpoll"
+	"github.com/gofabric/gofabric/kit"
 	"golang.org/x/sys/unix"
 )
 
@@ -24,11 +24,13 @@ import (
 type endpoint struct {
 	// ref is the endpoint's close state; it counts the multicast groups
 	// joined, so Close returns EBUSY while any is open.
-	ref              provutil.Ref
-	domain           *domain
-	info             *fi.Info
-	bind             provutil.Bindings
-	txFlags, rxFlags fi.Flags
+	ref    kit.Ref
+	domain *domain
+	info   *fi.Info
+	bind   kit.Bindings
+	// MsgOps gives the endpoint the fi_msg(3) calls over PostTx and
+	// PostRx (data.go).
+	kit.MsgOps
 	// family is the socket's address family, AF_INET or AF_INET6.
 	family int
 	// fd is the socket, non-blocking and unknown to the netpoller.
@@ -40,8 +42,8 @@ type endpoint struct {
 	enabled   atomic.Bool
 
 	// Fixed at Enable.
-	av           *provutil.AV
-	txcq, rxcq   *provutil.CQ
+	av           *kit.AV
+	txcq, rxcq   *kit.CQ
 	txSel, rxSel bool
 	events       *eventQueue
 	sets         []*epSet
@@ -97,12 +99,7 @@ func (d *domain) OpenEndpoint(info *fi.Info) (ep.Endpoint, error) {
 	if e.info.Caps == 0 {
 		e.info.Caps = infoCaps
 	}
-	if e.info.TxAttr != nil {
-		e.txFlags = e.info.TxAttr.OpFlags
-	}
-	if e.info.RxAttr != nil {
-		e.rxFlags = e.info.RxAttr.OpFlags
-	}
+	e.MsgOps = kit.MsgOps{Ops: kit.NewOps(e, "udp", e.info)}
 	switch f := e.info.AddrFormat; {
 	case f == fi.FormatSockaddrIn6:
 		e.family = unix.AF_INET6
@@ -152,7 +149,7 @@ func (e *endpoint) Info() *fi.Info { return e.info }
 
 // Bind binds an address vector, completion queue or event queue of this
 // provider (fi_ep_bind). Objects of other providers give fi.EINVAL; the
-// rest of the rules are provutil.Bindings'.
+// rest of the rules are kit.Bindings'.
 func (e *endpoint) Bind(obj fi.Fid, flags fi.Flags) error {
 	switch obj.(type) {
 	case *addrVector, *completionQueue, *eventQueue:
@@ -333,7 +330,7 @@ func (e *endpoint) Cancel(ctx any) error {
 // them) it returns fi.EBUSY, saying how many ("udp: close endpoint: 1
 // multicast group still open"), and fi.EBADF when already closed.
 func (e *endpoint) Close() error {
-	if err := e.ref.BeginCloseFor("udp: close endpoint", provutil.KindMulticastGroup); err != nil {
+	if err := e.ref.BeginCloseFor("udp: close endpoint", kit.KindMulticastGroup); err != nil {
 		if err == fi.EBADF {
 			return errors.Wrap(fi.EBADF, "udp: close endpoint: already closed")
 		}

@@ -7,7 +7,7 @@ import (
 	"github.com/gofabric/gofabric/eq"
 	"github.com/gofabric/gofabric/fi"
 	"github.com/gofabric/gofabric/internal/netif"
-	"github.com/gofabric/gofabric/internal/provutil"
+	"github.com/gofabric/gofabric/kit"
 )
 
 // fabric is an opened udp fabric (struct fid_fabric; fi_fabric(3)): an IP
@@ -15,7 +15,7 @@ import (
 type fabric struct {
 	// ref counts the domains and event queues opened on the fabric; Close
 	// returns EBUSY while any is open.
-	ref  provutil.Ref
+	ref  kit.Ref
 	attr fi.FabricAttr
 }
 
@@ -56,7 +56,7 @@ func (provider) OpenFabric(attr *fi.FabricAttr) (fi.Fabric, error) {
 // Close closes the fabric (fi_close). While domains or event queues opened
 // on it are open it returns fi.EBUSY, saying which ("udp: close fabric: 1
 // domain still open"); once closed, bare fi.EBADF.
-func (f *fabric) Close() error { return f.ref.BeginCloseFor("udp: close fabric", provutil.KindDomain) }
+func (f *fabric) Close() error { return f.ref.BeginCloseFor("udp: close fabric", kit.KindDomain) }
 
 // OpenDomain opens a domain of the fabric (fi_domain(3)) for info, an
 // entry GetInfo returned for this fabric.
@@ -80,7 +80,7 @@ func (f *fabric) OpenDomain(info *fi.Info) (fi.Domain, error) {
 // which holds a reference on the fabric until it closes. Multicast joins
 // report on it (eq.JoinComplete).
 func (f *fabric) OpenEQ(attr *eq.Attr) (eq.EventQueue, error) {
-	q, err := provutil.OpenChildEQ(&f.ref, attr, "udp")
+	q, err := kit.OpenChildEQ(&f.ref, attr, "udp")
 	if err != nil {
 		return nil, err
 	}
@@ -88,4 +88,4 @@ func (f *fabric) OpenEQ(attr *eq.Attr) (eq.EventQueue, error) {
 }
 
 // eventQueue is the fabric's EQ.
-type eventQueue struct{ *provutil.ChildEQ }
+type eventQueue struct{ *kit.ChildEQ }

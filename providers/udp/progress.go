@@ -5,7 +5,7 @@ package udp
 import (
 	"github.com/gofabric/gofabric/eq"
 	"github.com/gofabric/gofabric/fi"
-	"github.com/gofabric/gofabric/internal/provutil"
+	"github.com/gofabric/gofabric/kit"
 	"golang.org/x/sys/unix"
 )
 
@@ -63,7 +63,7 @@ func (r *recvPath) pop(x *rxEntry) {
 func (r *recvPath) cancel(e *endpoint, ctx any) bool {
 	for k := range r.size {
 		i := (r.head + k) % queueSize
-		if !provutil.SameContext(r.ring[i].ctx, ctx) {
+		if !kit.SameContext(r.ring[i].ctx, ctx) {
 			continue
 		}
 		x := r.ring[i]

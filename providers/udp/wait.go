@@ -5,8 +5,8 @@ package udp
 import (
 	"context"
 
-	"github.com/gofabric/gofabric/internal/provutil"
 	"github.com/gofabric/gofabric/internal/sockpoll"
+	"github.com/gofabric/gofabric/kit"
 	"golang.org/x/sys/unix"
 )
 
@@ -14,7 +14,7 @@ import (
 // reading the queue runs progress on each of them (fi_cq_read drives the
 // data path), and a reader about to block hands them to their background
 // progress.
-type epSet struct{ provutil.Set[*endpoint] }
+type epSet struct{ kit.Set[*endpoint] }
 
 // progress is the queue's progress hook.
 func (s *epSet) progress() {
@@ -24,7 +24,7 @@ func (s *epSet) progress() {
 	}
 }
 
-// wait is the queue's wait hook (provutil.WaitFunc), called when a reader
+// wait is the queue's wait hook (kit.WaitFunc), called when a reader
 // found nothing and is about to block: it tells the endpoints' background
 // progress that nobody polls them now, so that it watches their sockets at
 // once, and sleeps until the queue wakes it (an entry, a signal, the

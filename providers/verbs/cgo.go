@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/gofabric/gofabric/fi"
-	"github.com/gofabric/gofabric/internal/provutil"
+	"github.com/gofabric/gofabric/kit"
 )
 
 // offerReason says what this build found when it offers nothing.
@@ -47,7 +47,7 @@ func offer() (reason, hint string) {
 
 // GetInfo returns the provider's FI_EP_MSG entries that match node,
 // service, flags and hints (fi_getinfo; vrb_getinfo): msgEntries()
-// filtered by provutil.MatchInfo. An entry left without a source address
+// filtered by kit.MatchInfo. An entry left without a source address
 // (hints without one, or node as the destination) keeps its device's,
 // as C's rdma_getaddrinfo picks one. FI_EP_RDM and FI_EP_DGRAM are
 // declined with the reason.
@@ -76,7 +76,7 @@ func (provider) GetInfo(ctx context.Context, node, service string, flags fi.Flag
 			e = e.Clone()
 			e.Mode &^= fi.ModeRxCQData
 		}
-		got, err := provutil.MatchInfo(ctx, provName, []*fi.Info{e}, node, service, flags, hints)
+		got, err := kit.MatchInfo(ctx, provName, []*fi.Info{e}, node, service, flags, hints)
 		var m *fi.NoMatchError
 		switch {
 		case errors.As(err, &m):

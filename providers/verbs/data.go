@@ -10,7 +10,7 @@ import (
 	"github.com/gofabric/gofabric/ep"
 	"github.com/gofabric/gofabric/eq"
 	"github.com/gofabric/gofabric/fi"
-	"github.com/gofabric/gofabric/internal/provutil"
+	"github.com/gofabric/gofabric/kit"
 )
 
 // Data transfer calls (fi_msg(3), fi_rma(3); vrb_msg_ep_msg_ops,
@@ -43,16 +43,16 @@ var cntrFlag = [nCntr]fi.Flags{fi.FlagSend, fi.FlagRecv, fi.FlagRead, fi.FlagWri
 // completions are where an endpoint's operations complete, fixed at
 // Enable.
 type completions struct {
-	txcq, rxcq   *provutil.CQ
+	txcq, rxcq   *kit.CQ
 	txSel, rxSel bool
-	cntr         [nCntr]*provutil.Counter
+	cntr         [nCntr]*kit.Counter
 	sets         []*epSet
 }
 
 // bindQueues takes the completion queues and counters bound in b
 // (fi_ep_bind's FI_TRANSMIT, FI_RECV, FI_SELECTIVE_COMPLETION and counter
 // flags).
-func (c *completions) bindQueues(b *provutil.Bindings) {
+func (c *completions) bindQueues(b *kit.Bindings) {
 	if q, ok := b.TxCQ.(*completionQueue); ok {
 		c.txcq, c.txSel = q.CQ, b.TxSelective
 		c.sets = append(c.sets, &q.eps)
@@ -505,76 +505,65 @@ func sendArgs(buf []byte, desc any, ctx any, flags fi.Flags) txArgs {
 	return txArgs{op: opSend, cqFlags: sendCQFlags, cnt: cntSend, one: buf, oneDesc: desc, ctx: ctx, flags: flags, rlen: -1}
 }
 
-// Send sends buf (fi_send; IBV_WR_SEND).
-func (e *endpoint) Send(buf []byte, desc any, dest fi.Addr, ctx any) error {
-	a := sendArgs(buf, desc, ctx, e.txFlags)
-	return e.postTx(&a)
-}
-
-// SendV sends a vector of up to the SGE limit (fi_sendv).
-func (e *endpoint) SendV(iov [][]byte, desc []any, dest fi.Addr, ctx any) error {
-	a := sendArgs(nil, nil, ctx, e.txFlags)
-	a.iov, a.desc, a.vec = iov, desc, true
-	return e.postTx(&a)
-}
-
-// SendMsg sends with flags (fi_sendmsg): fi.FlagRemoteCQData sends
-// msg.Data as immediate data (IBV_WR_SEND_WITH_IMM), fi.FlagInject sends
-// inline, fi.FlagCompletion reports under selective completion.
-func (e *endpoint) SendMsg(msg *ep.Message, flags fi.Flags) error {
-	if msg == nil {
-		return errors.Wrap(fi.EINVAL, "verbs: sendmsg: nil message")
+// PostTx posts a transmit operation of the adapter (kit.Poster): every
+// form of fi_send (IBV_WR_SEND), fi_write (IBV_WR_RDMA_WRITE) and
+// fi_read (IBV_WR_RDMA_READ). fi.FlagRemoteCQData sends the data as
+// immediate data (IBV_WR_SEND_WITH_IMM, IBV_WR_RDMA_WRITE_WITH_IMM,
+// which consumes a receive at the target: FI_RX_CQ_DATA); fi.FlagInject
+// and the inject calls send inline (IBV_SEND_INLINE: the buffer is the
+// caller's again at once); fi.FlagCompletion reports under selective
+// completion. RMA takes one remote segment.
+func (e *endpoint) PostTx(op kit.Op) error {
+	var a txArgs
+	data := op.Flags&fi.FlagRemoteCQData != 0
+	switch op.Kind {
+	case kit.OpSend:
+		a = sendArgs(op.Buf, op.Desc, op.Context, op.Flags)
+		if data {
+			a.op = opSendWithImm
+		}
+	case kit.OpWrite, kit.OpRead:
+		kind := opRead
+		if op.Kind == kit.OpWrite {
+			kind = opWrite
+			if data {
+				kind = opWriteWithImm
+			}
+		}
+		a = rmaArgs(kind, op.Buf, op.Desc, op.RAddr, op.Key, op.Context, op.Flags)
+		if op.Vector() {
+			a.rlen = iovLen(op.IOV)
+		}
+		if op.RMAIOV != nil {
+			if len(op.RMAIOV) != 1 {
+				return errors.Wrapf(fi.EINVAL, "verbs: rma: %d remote segments (the limit is 1)", len(op.RMAIOV))
+			}
+			a.rlen = op.RMAIOV[0].Len
+		}
+	default:
+		return fi.ENOSYS
 	}
-	a := sendArgs(nil, nil, msg.Context, flags)
-	a.iov, a.desc, a.vec, a.data = msg.IOV, msg.Desc, true, msg.Data
-	if flags&fi.FlagRemoteCQData != 0 {
-		a.op = opSendWithImm
+	if op.Vector() {
+		a.iov, a.desc, a.vec = op.IOV, op.Descs, true
+	}
+	a.data, a.inject = op.Data, op.Inject
+	if op.Inject {
+		a.flags &^= fi.FlagInject
 	}
 	return e.postTx(&a)
 }
 
-// Inject sends buf, at most the inject size, inline with no completion
-// (fi_inject; IBV_SEND_INLINE): buf is the caller's again at once.
-func (e *endpoint) Inject(buf []byte, dest fi.Addr) error {
-	a := sendArgs(buf, nil, nil, e.txFlags&^fi.FlagCompletion)
-	a.inject = true
-	return e.postTx(&a)
-}
-
-// SendData sends buf with 4 bytes of remote CQ data (fi_senddata;
-// IBV_WR_SEND_WITH_IMM).
-func (e *endpoint) SendData(buf []byte, desc any, data uint64, dest fi.Addr, ctx any) error {
-	a := sendArgs(buf, desc, ctx, e.txFlags|fi.FlagRemoteCQData)
-	a.op, a.data = opSendWithImm, data
-	return e.postTx(&a)
-}
-
-// InjectData injects buf with remote CQ data (fi_injectdata).
-func (e *endpoint) InjectData(buf []byte, data uint64, dest fi.Addr) error {
-	a := sendArgs(buf, nil, nil, (e.txFlags&^fi.FlagCompletion)|fi.FlagRemoteCQData)
-	a.op, a.data, a.inject = opSendWithImm, data, true
-	return e.postTx(&a)
-}
-
-// Recv posts a receive buffer (fi_recv; ibv_post_recv).
-func (e *endpoint) Recv(buf []byte, desc any, src fi.Addr, ctx any) error {
-	a := txArgs{one: buf, oneDesc: desc, ctx: ctx, flags: e.rxFlags & (fi.FlagCompletion | fi.FlagMore)}
-	return e.postRx(&a)
-}
-
-// RecvV posts a vector of up to the SGE limit (fi_recvv).
-func (e *endpoint) RecvV(iov [][]byte, desc []any, src fi.Addr, ctx any) error {
-	a := txArgs{iov: iov, desc: desc, vec: true, ctx: ctx, flags: e.rxFlags & (fi.FlagCompletion | fi.FlagMore)}
-	return e.postRx(&a)
-}
-
-// RecvMsg posts a receive with flags (fi_recvmsg); fi.FlagCompletion
-// reports under selective completion.
-func (e *endpoint) RecvMsg(msg *ep.Message, flags fi.Flags) error {
-	if msg == nil {
-		return errors.Wrap(fi.EINVAL, "verbs: recvmsg: nil message")
+// PostRx posts a receive of the adapter (kit.Poster): fi_recv, fi_recvv
+// and fi_recvmsg (ibv_post_recv), whose flags may be fi.FlagCompletion
+// (reports under selective completion) and fi.FlagMore.
+func (e *endpoint) PostRx(op kit.Op) error {
+	if op.Kind != kit.OpRecv {
+		return fi.ENOSYS
 	}
-	a := txArgs{iov: msg.IOV, desc: msg.Desc, vec: true, ctx: msg.Context, flags: flags}
+	a := txArgs{one: op.Buf, oneDesc: op.Desc, ctx: op.Context, flags: op.Flags}
+	if op.Vector() {
+		a.iov, a.desc, a.vec = op.IOV, op.Descs, true
+	}
 	return e.postRx(&a)
 }
 
@@ -587,97 +576,10 @@ func rmaArgs(op sendOp, buf []byte, desc any, addr, key uint64, ctx any, flags f
 	return a
 }
 
-// Read reads len(buf) bytes at the peer's virtual address addr of its
-// region key into buf (fi_read; IBV_WR_RDMA_READ).
-func (e *endpoint) Read(buf []byte, desc any, src fi.Addr, addr, key uint64, ctx any) error {
-	a := rmaArgs(opRead, buf, desc, addr, key, ctx, e.txFlags)
-	return e.postTx(&a)
-}
-
-// ReadV reads into a vector (fi_readv).
-func (e *endpoint) ReadV(iov [][]byte, desc []any, src fi.Addr, addr, key uint64, ctx any) error {
-	a := rmaArgs(opRead, nil, nil, addr, key, ctx, e.txFlags)
-	a.iov, a.desc, a.vec, a.rlen = iov, desc, true, iovLen(iov)
-	return e.postTx(&a)
-}
-
-// ReadMsg reads with flags (fi_readmsg); one remote segment.
-func (e *endpoint) ReadMsg(msg *ep.RMAMessage, flags fi.Flags) error {
-	a, err := rmaMsgArgs(opRead, msg, flags)
-	if err != nil {
-		return err
-	}
-	return e.postTx(&a)
-}
-
-// Write writes buf to the peer's virtual address addr of its region key
-// (fi_write; IBV_WR_RDMA_WRITE).
-func (e *endpoint) Write(buf []byte, desc any, dest fi.Addr, addr, key uint64, ctx any) error {
-	a := rmaArgs(opWrite, buf, desc, addr, key, ctx, e.txFlags)
-	return e.postTx(&a)
-}
-
-// WriteV writes a vector (fi_writev).
-func (e *endpoint) WriteV(iov [][]byte, desc []any, dest fi.Addr, addr, key uint64, ctx any) error {
-	a := rmaArgs(opWrite, nil, nil, addr, key, ctx, e.txFlags)
-	a.iov, a.desc, a.vec, a.rlen = iov, desc, true, iovLen(iov)
-	return e.postTx(&a)
-}
-
-// WriteMsg writes with flags (fi_writemsg); fi.FlagRemoteCQData writes
-// with immediate data (IBV_WR_RDMA_WRITE_WITH_IMM), which consumes a
-// receive at the target (FI_RX_CQ_DATA).
-func (e *endpoint) WriteMsg(msg *ep.RMAMessage, flags fi.Flags) error {
-	a, err := rmaMsgArgs(opWrite, msg, flags)
-	if err != nil {
-		return err
-	}
-	return e.postTx(&a)
-}
-
-// InjectWrite writes buf inline with no completion (fi_inject_write).
-func (e *endpoint) InjectWrite(buf []byte, dest fi.Addr, addr, key uint64) error {
-	a := rmaArgs(opWrite, buf, nil, addr, key, nil, e.txFlags&^fi.FlagCompletion)
-	a.inject = true
-	return e.postTx(&a)
-}
-
-// WriteData writes with remote CQ data (fi_writedata;
-// IBV_WR_RDMA_WRITE_WITH_IMM).
-func (e *endpoint) WriteData(buf []byte, desc any, data uint64, dest fi.Addr, addr, key uint64, ctx any) error {
-	a := rmaArgs(opWriteWithImm, buf, desc, addr, key, ctx, e.txFlags|fi.FlagRemoteCQData)
-	a.data = data
-	return e.postTx(&a)
-}
-
-// InjectWriteData injects a write with remote CQ data
-// (fi_inject_writedata).
-func (e *endpoint) InjectWriteData(buf []byte, data uint64, dest fi.Addr, addr, key uint64) error {
-	a := rmaArgs(opWriteWithImm, buf, nil, addr, key, nil, (e.txFlags&^fi.FlagCompletion)|fi.FlagRemoteCQData)
-	a.data, a.inject = data, true
-	return e.postTx(&a)
-}
-
 func iovLen(iov [][]byte) int {
 	n := 0
 	for _, b := range iov {
 		n += len(b)
 	}
 	return n
-}
-
-func rmaMsgArgs(op sendOp, msg *ep.RMAMessage, flags fi.Flags) (txArgs, error) {
-	if msg == nil {
-		return txArgs{}, errors.Wrap(fi.EINVAL, "verbs: rma: nil message")
-	}
-	if len(msg.RMAIOV) != 1 {
-		return txArgs{}, errors.Wrapf(fi.EINVAL, "verbs: rma: %d remote segments (the limit is 1)", len(msg.RMAIOV))
-	}
-	if op == opWrite && flags&fi.FlagRemoteCQData != 0 {
-		op = opWriteWithImm
-	}
-	v := msg.RMAIOV[0]
-	a := rmaArgs(op, nil, nil, v.Addr, v.Key, msg.Context, flags)
-	a.iov, a.desc, a.vec, a.data, a.rlen = msg.IOV, msg.Desc, true, msg.Data, v.Len
-	return a, nil
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/cockroachdb/errors"
 	"github.com/gofabric/gofabric/eq"
 	"github.com/gofabric/gofabric/fi"
-	"github.com/gofabric/gofabric/internal/provutil"
+	"github.com/gofabric/gofabric/kit"
 )
 
 // domain is an opened verbs domain (struct fid_domain; fi_domain(3);
@@ -23,7 +23,7 @@ import (
 type domain struct {
 	// ref counts the CQs, counters, MRs and endpoints opened on the
 	// domain; Close returns EBUSY while any is open.
-	ref    provutil.Ref
+	ref    kit.Ref
 	fabric *fabric
 	info   *fi.Info
 	dev    ctxC
@@ -59,11 +59,11 @@ func (d *domain) Info() *fi.Info { return d.info }
 // fi.EBUSY, saying which ("verbs: close domain: 1 endpoint and 2 mrs still
 // open"); once closed, bare fi.EBADF.
 func (d *domain) Close() error {
-	if err := d.ref.BeginCloseFor("verbs: close domain", provutil.KindEndpoint); err != nil {
+	if err := d.ref.BeginCloseFor("verbs: close domain", kit.KindEndpoint); err != nil {
 		return err
 	}
 	deallocPD(d.pd)
-	d.fabric.ref.ReleaseKind(provutil.KindDomain)
+	d.fabric.ref.ReleaseKind(kit.KindDomain)
 	return nil
 }
 
@@ -81,7 +81,7 @@ func (d *domain) acquire(op string) error {
 // on its own (FI_PROGRESS_AUTO); completions wait in the verbs CQ until
 // read, as in C's provider.
 func (d *domain) OpenCQ(attr *eq.CQAttr) (eq.CompletionQueue, error) {
-	c, err := provutil.OpenChildCQ(&d.ref, attr, "verbs")
+	c, err := kit.OpenChildCQ(&d.ref, attr, "verbs")
 	if err != nil {
 		return nil, err
 	}
@@ -94,7 +94,7 @@ func (d *domain) OpenCQ(attr *eq.CQAttr) (eq.CompletionQueue, error) {
 // OpenCounter opens a counter (fi_cntr_open): the framework's software
 // counter, progressed as OpenCQ's queues are.
 func (d *domain) OpenCounter(attr *eq.CounterAttr) (eq.Counter, error) {
-	c, err := provutil.OpenChildCounter(&d.ref, attr, "verbs")
+	c, err := kit.OpenChildCounter(&d.ref, attr, "verbs")
 	if err != nil {
 		return nil, err
 	}
@@ -106,18 +106,18 @@ func (d *domain) OpenCounter(attr *eq.CounterAttr) (eq.Counter, error) {
 
 // completionQueue is a software CQ fed from its endpoints' verbs CQs.
 type completionQueue struct {
-	*provutil.ChildCQ
+	*kit.ChildCQ
 	eps epSet
 }
 
 // counter is a software counter fed as completionQueue is.
 type counter struct {
-	*provutil.ChildCounter
+	*kit.ChildCounter
 	eps epSet
 }
 
 // epSet is the endpoints whose completions a queue or counter gets.
-type epSet struct{ provutil.Set[*endpoint] }
+type epSet struct{ kit.Set[*endpoint] }
 
 // progress polls the endpoints' verbs CQs (ibv_poll_cq).
 func (s *epSet) progress() {
@@ -126,7 +126,7 @@ func (s *epSet) progress() {
 	}
 }
 
-// wait is the queue's wait hook (provutil.WaitFunc): it has every
+// wait is the queue's wait hook (kit.WaitFunc): it has every
 // endpoint's goroutine wait for its next completion, which it moves into
 // the queue, waking the caller, and returns when ctx ends.
 func (s *epSet) wait(ctx context.Context) error {
@@ -171,7 +171,7 @@ func (d *domain) RegisterMR(attr *fi.MRAttr, flags fi.Flags) (fi.MR, error) {
 	if attr.Access&^valid != 0 {
 		return nil, errors.Wrapf(fi.EINVAL, "verbs: register mr: unknown access bits %v", attr.Access&^valid)
 	}
-	if err := d.ref.AcquireKind(provutil.KindMR); err != nil {
+	if err := d.ref.AcquireKind(kit.KindMR); err != nil {
 		return nil, errors.Wrap(err, "verbs: register mr: domain closed")
 	}
 	r := &memRegion{domain: d, buf: attr.Buf}
@@ -187,7 +187,7 @@ func (d *domain) RegisterMR(attr *fi.MRAttr, flags fi.Flags) (fi.MR, error) {
 		m, err := regMR(d.pd, unsafe.Pointer(&attr.Buf[0]), len(attr.Buf), access)
 		if err != nil {
 			r.pin.Unpin()
-			d.ref.ReleaseKind(provutil.KindMR)
+			d.ref.ReleaseKind(kit.KindMR)
 			return nil, errors.Wrap(err, "verbs")
 		}
 		r.m = m
@@ -214,7 +214,7 @@ func (r *memRegion) Close() error {
 		err = deregMR(r.m)
 		r.pin.Unpin()
 	}
-	r.domain.ref.ReleaseKind(provutil.KindMR)
+	r.domain.ref.ReleaseKind(kit.KindMR)
 	return err
 }
 

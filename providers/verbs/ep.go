@@ -13,7 +13,7 @@ import (
 	"github.com/gofabric/gofabric/ep"
 	"github.com/gofabric/gofabric/eq"
 	"github.com/gofabric/gofabric/fi"
-	"github.com/gofabric/gofabric/internal/provutil"
+	"github.com/gofabric/gofabric/kit"
 )
 
 // cmTimeoutMS bounds rdma_resolve_addr and rdma_resolve_route
@@ -31,11 +31,14 @@ const cmTimeoutMS = 2000
 type endpoint struct {
 	domain *domain
 	info   *fi.Info
-	bind   provutil.Bindings
+	bind   kit.Bindings
 	cs     ep.ConnState
 	cm     *cmDispatch
 
-	txFlags, rxFlags fi.Flags
+	// The adapter gives the endpoint fi_msg(3) and fi_rma(3) over PostTx
+	// and PostRx (data.go).
+	kit.MsgOps
+	kit.RMAOps
 
 	events    *eventQueue
 	enabledAt atomic.Bool
@@ -99,12 +102,10 @@ func (d *domain) OpenEndpoint(info *fi.Info) (ep.Endpoint, error) {
 	if e.info.Caps == 0 {
 		e.info.Caps = msgCaps
 	}
-	if e.info.TxAttr != nil {
-		e.txFlags = e.info.TxAttr.OpFlags
-	}
-	if e.info.RxAttr != nil {
-		e.rxFlags = e.info.RxAttr.OpFlags
-	}
+	ops := kit.NewOps(e, "verbs", e.info)
+	// Of the default receive flags, a receive takes these two.
+	ops.RxFlags &= fi.FlagCompletion | fi.FlagMore
+	e.MsgOps, e.RMAOps = kit.MsgOps{Ops: ops}, kit.RMAOps{Ops: ops}
 	e.bind.Init(e.info)
 	if req != nil {
 		if err := req.pep.backlog.Take(req); err != nil {
@@ -145,7 +146,7 @@ func (d *domain) OpenEndpoint(info *fi.Info) (ep.Endpoint, error) {
 func (e *endpoint) Info() *fi.Info { return e.info }
 
 // Bind binds an event queue, completion queue or counter of this provider
-// (fi_ep_bind); the rules are provutil.Bindings'.
+// (fi_ep_bind); the rules are kit.Bindings'.
 func (e *endpoint) Bind(obj fi.Fid, flags fi.Flags) error {
 	switch obj.(type) {
 	case *eventQueue, *completionQueue, *counter:

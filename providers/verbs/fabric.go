@@ -9,7 +9,7 @@ import (
 	"github.com/cockroachdb/errors"
 	"github.com/gofabric/gofabric/eq"
 	"github.com/gofabric/gofabric/fi"
-	"github.com/gofabric/gofabric/internal/provutil"
+	"github.com/gofabric/gofabric/kit"
 )
 
 // fabric is an opened verbs fabric (struct fid_fabric; fi_fabric(3);
@@ -20,7 +20,7 @@ import (
 type fabric struct {
 	// ref counts the domains, event queues and passive endpoints opened
 	// on the fabric; Close returns EBUSY while any is open.
-	ref  provutil.Ref
+	ref  kit.Ref
 	attr fi.FabricAttr
 	cm   *cmDispatch
 }
@@ -67,7 +67,7 @@ func (provider) OpenFabric(attr *fi.FabricAttr) (fi.Fabric, error) {
 // queues opened on it are open it returns fi.EBUSY, saying which ("verbs:
 // close fabric: 1 domain still open"); once closed, bare fi.EBADF.
 func (f *fabric) Close() error {
-	if err := f.ref.BeginCloseFor("verbs: close fabric", provutil.KindPassiveEndpoint); err != nil {
+	if err := f.ref.BeginCloseFor("verbs: close fabric", kit.KindPassiveEndpoint); err != nil {
 		return err
 	}
 	f.cm.close()
@@ -83,12 +83,12 @@ func (f *fabric) OpenDomain(info *fi.Info) (fi.Domain, error) {
 	if t := info.EPAttr; t != nil && t.Type != fi.EPTypeUnspec && t.Type != fi.EPTypeMsg {
 		return nil, errors.Wrapf(fi.EINVAL, "verbs: open domain: ep type %v not supported (offers FI_EP_MSG)", t.Type)
 	}
-	if err := f.ref.AcquireKind(provutil.KindDomain); err != nil {
+	if err := f.ref.AcquireKind(kit.KindDomain); err != nil {
 		return nil, errors.Wrap(err, "verbs: open domain: fabric closed")
 	}
 	d, err := newDomain(f, info)
 	if err != nil {
-		f.ref.ReleaseKind(provutil.KindDomain)
+		f.ref.ReleaseKind(kit.KindDomain)
 		return nil, err
 	}
 	return d, nil
@@ -98,7 +98,7 @@ func (f *fabric) OpenDomain(info *fi.Info) (fi.Domain, error) {
 // written by the fabric's rdma_cm goroutine; it holds a reference on the
 // fabric until it closes.
 func (f *fabric) OpenEQ(attr *eq.Attr) (eq.EventQueue, error) {
-	q, err := provutil.OpenChildEQ(&f.ref, attr, "verbs")
+	q, err := kit.OpenChildEQ(&f.ref, attr, "verbs")
 	if err != nil {
 		return nil, err
 	}
@@ -107,7 +107,7 @@ func (f *fabric) OpenEQ(attr *eq.Attr) (eq.EventQueue, error) {
 
 // eventQueue is the fabric's EQ.
 type eventQueue struct {
-	*provutil.ChildEQ
+	*kit.ChildEQ
 }
 
 // cmHandler is an owner of rdma_cm ids: a passive endpoint, a pending

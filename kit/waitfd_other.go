@@ -1,6 +1,6 @@
 //go:build !linux
 
-package provutil
+package kit
 
 import (
 	"github.com/cockroachdb/errors"

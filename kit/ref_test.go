@@ -1,4 +1,4 @@
-package provutil_test
+package kit_test
 
 import (
 	"sync"
@@ -6,12 +6,12 @@ import (
 	"testing"
 
 	"github.com/gofabric/gofabric/fi"
-	"github.com/gofabric/gofabric/internal/provutil"
+	"github.com/gofabric/gofabric/kit"
 	"github.com/stretchr/testify/require"
 )
 
 func TestRefCloseRules(t *testing.T) {
-	var r provutil.Ref
+	var r kit.Ref
 	require.False(t, r.Closed())
 	require.NoError(t, r.Acquire())
 	require.NoError(t, r.Acquire())
@@ -36,12 +36,12 @@ func TestRefCloseRules(t *testing.T) {
 // the object, by kind and count, with fi.EBUSY in the chain.
 func TestRefBusyMessage(t *testing.T) {
 	busy := ": " + fi.EBUSY.Error()
-	var r provutil.Ref
-	require.NoError(t, r.AcquireKind(provutil.KindEndpoint))
-	require.NoError(t, r.AcquireKind(provutil.KindEndpoint))
-	require.NoError(t, r.AcquireKind(provutil.KindCQ))
+	var r kit.Ref
+	require.NoError(t, r.AcquireKind(kit.KindEndpoint))
+	require.NoError(t, r.AcquireKind(kit.KindEndpoint))
+	require.NoError(t, r.AcquireKind(kit.KindCQ))
 
-	err := r.BeginCloseFor("tcp: close domain", provutil.KindObject)
+	err := r.BeginCloseFor("tcp: close domain", kit.KindObject)
 	require.ErrorIs(t, err, fi.EBUSY)
 	require.Equal(t, fi.EBUSY, fi.Code(err))
 	require.EqualError(t, err, "tcp: close domain: 2 endpoints and 1 cq still open"+busy)
@@ -49,41 +49,41 @@ func TestRefBusyMessage(t *testing.T) {
 
 	// Plain Acquire counts as the kind the caller names.
 	require.NoError(t, r.Acquire())
-	require.NoError(t, r.AcquireKind(provutil.KindMR))
-	require.NoError(t, r.AcquireKind(provutil.KindAV))
-	require.EqualError(t, r.BeginCloseFor("shm: close domain", provutil.KindEndpoint),
+	require.NoError(t, r.AcquireKind(kit.KindMR))
+	require.NoError(t, r.AcquireKind(kit.KindAV))
+	require.EqualError(t, r.BeginCloseFor("shm: close domain", kit.KindEndpoint),
 		"shm: close domain: 3 endpoints, 1 cq, 1 av and 1 mr still open"+busy)
-	require.EqualError(t, r.BeginCloseFor("x: close", provutil.KindObject),
+	require.EqualError(t, r.BeginCloseFor("x: close", kit.KindObject),
 		"x: close: 2 endpoints, 1 cq, 1 av, 1 mr and 1 object still open"+busy)
 
 	r.Release()
-	r.ReleaseKind(provutil.KindEndpoint)
-	r.ReleaseKind(provutil.KindEndpoint)
-	r.ReleaseKind(provutil.KindAV)
-	r.ReleaseKind(provutil.KindMR)
-	require.EqualError(t, r.BeginCloseFor("tcp: close domain", provutil.KindEndpoint), "tcp: close domain: 1 cq still open"+busy)
-	r.ReleaseKind(provutil.KindCQ)
+	r.ReleaseKind(kit.KindEndpoint)
+	r.ReleaseKind(kit.KindEndpoint)
+	r.ReleaseKind(kit.KindAV)
+	r.ReleaseKind(kit.KindMR)
+	require.EqualError(t, r.BeginCloseFor("tcp: close domain", kit.KindEndpoint), "tcp: close domain: 1 cq still open"+busy)
+	r.ReleaseKind(kit.KindCQ)
 
-	require.NoError(t, r.BeginCloseFor("tcp: close domain", provutil.KindEndpoint))
-	require.Equal(t, fi.EBADF, r.BeginCloseFor("tcp: close domain", provutil.KindEndpoint), "closed: bare EBADF")
-	require.Equal(t, fi.EBADF, r.AcquireKind(provutil.KindCQ))
+	require.NoError(t, r.BeginCloseFor("tcp: close domain", kit.KindEndpoint))
+	require.Equal(t, fi.EBADF, r.BeginCloseFor("tcp: close domain", kit.KindEndpoint), "closed: bare EBADF")
+	require.Equal(t, fi.EBADF, r.AcquireKind(kit.KindCQ))
 	require.Zero(t, r.Refs())
 }
 
 func TestKindString(t *testing.T) {
-	for k, want := range map[provutil.Kind]string{
-		provutil.KindObject: "object", provutil.KindDomain: "domain",
-		provutil.KindPassiveEndpoint: "passive endpoint", provutil.KindEndpoint: "endpoint",
-		provutil.KindEQ: "eq", provutil.KindCQ: "cq", provutil.KindCounter: "counter",
-		provutil.KindAV: "av", provutil.KindMR: "mr", provutil.KindMulticastGroup: "multicast group",
-		provutil.Kind(200): "object",
+	for k, want := range map[kit.Kind]string{
+		kit.KindObject: "object", kit.KindDomain: "domain",
+		kit.KindPassiveEndpoint: "passive endpoint", kit.KindEndpoint: "endpoint",
+		kit.KindEQ: "eq", kit.KindCQ: "cq", kit.KindCounter: "counter",
+		kit.KindAV: "av", kit.KindMR: "mr", kit.KindMulticastGroup: "multicast group",
+		kit.Kind(200): "object",
 	} {
 		require.Equal(t, want, k.String())
 	}
 }
 
 func TestRefReleaseWithoutAcquirePanics(t *testing.T) {
-	var r provutil.Ref
+	var r kit.Ref
 	require.Panics(t, r.Release)
 }
 
@@ -91,7 +91,7 @@ func TestRefReleaseWithoutAcquirePanics(t *testing.T) {
 // wins, and no reference is taken after it.
 func TestRefConcurrentClose(t *testing.T) {
 	for range 50 {
-		var r provutil.Ref
+		var r kit.Ref
 		var wins, lateAcquires, badCodes atomic.Int32
 		var wg sync.WaitGroup
 		for range 4 {

@@ -1,4 +1,4 @@
-package provutil_test
+package kit_test
 
 import (
 	"context"
@@ -10,14 +10,14 @@ import (
 
 	"github.com/gofabric/gofabric/eq"
 	"github.com/gofabric/gofabric/fi"
-	"github.com/gofabric/gofabric/internal/provutil"
+	"github.com/gofabric/gofabric/kit"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 )
 
-func newCounter(t testing.TB, attr *eq.CounterAttr) *provutil.Counter {
+func newCounter(t testing.TB, attr *eq.CounterAttr) *kit.Counter {
 	t.Helper()
-	c, err := provutil.NewCounter(attr)
+	c, err := kit.NewCounter(attr)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
 	return c
@@ -36,7 +36,7 @@ func TestNewCounter(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, err := provutil.NewCounter(tt.attr)
+			c, err := kit.NewCounter(tt.attr)
 			if tt.code != fi.SUCCESS {
 				require.ErrorIs(t, err, tt.code)
 				return
@@ -77,7 +77,7 @@ func TestCounterCounts(t *testing.T) {
 }
 
 func TestCounterCloseRules(t *testing.T) {
-	c, err := provutil.NewCounter(nil)
+	c, err := kit.NewCounter(nil)
 	require.NoError(t, err)
 	require.NoError(t, c.Add(1))
 	require.NoError(t, c.Acquire())
@@ -99,7 +99,7 @@ func TestCounterCloseRules(t *testing.T) {
 func TestCounterWait(t *testing.T) {
 	defer goleak.VerifyNone(t)
 
-	wait := func(c *provutil.Counter, ctx context.Context, threshold uint64) <-chan outcome[struct{}] {
+	wait := func(c *kit.Counter, ctx context.Context, threshold uint64) <-chan outcome[struct{}] {
 		return goAsync(func() (struct{}, error) { return struct{}{}, c.Wait(ctx, threshold) })
 	}
 	t.Run("already reached", func(t *testing.T) {

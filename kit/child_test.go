@@ -1,4 +1,4 @@
-package provutil_test
+package kit_test
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"github.com/cockroachdb/errors"
 	"github.com/gofabric/gofabric/eq"
 	"github.com/gofabric/gofabric/fi"
-	"github.com/gofabric/gofabric/internal/provutil"
+	"github.com/gofabric/gofabric/kit"
 	"github.com/stretchr/testify/require"
 )
 
@@ -17,24 +17,24 @@ import (
 // parent close.
 func TestChildren(t *testing.T) {
 	busy := ": " + fi.EBUSY.Error()
-	var fabric, domain provutil.Ref
-	closeFabric := func() error { return fabric.BeginCloseFor("tcp: close fabric", provutil.KindPassiveEndpoint) }
-	closeDomain := func() error { return domain.BeginCloseFor("tcp: close domain", provutil.KindEndpoint) }
+	var fabric, domain kit.Ref
+	closeFabric := func() error { return fabric.BeginCloseFor("tcp: close fabric", kit.KindPassiveEndpoint) }
+	closeDomain := func() error { return domain.BeginCloseFor("tcp: close domain", kit.KindEndpoint) }
 
-	require.NoError(t, fabric.AcquireKind(provutil.KindDomain)) // the domain
-	q, err := provutil.OpenChildEQ(&fabric, nil, "tcp")
+	require.NoError(t, fabric.AcquireKind(kit.KindDomain)) // the domain
+	q, err := kit.OpenChildEQ(&fabric, nil, "tcp")
 	require.NoError(t, err)
 	require.NoError(t, fabric.Acquire()) // a passive endpoint
 	require.EqualError(t, closeFabric(), "tcp: close fabric: 1 domain, 1 passive endpoint and 1 eq still open"+busy)
 
-	cq, err := provutil.OpenChildCQ(&domain, nil, "tcp")
+	cq, err := kit.OpenChildCQ(&domain, nil, "tcp")
 	require.NoError(t, err)
-	cntr, err := provutil.OpenChildCounter(&domain, nil, "tcp")
+	cntr, err := kit.OpenChildCounter(&domain, nil, "tcp")
 	require.NoError(t, err)
-	av, err := provutil.OpenChildAV(&domain, nil, fi.FormatSockaddrIn, nil, "tcp")
+	av, err := kit.OpenChildAV(&domain, nil, fi.FormatSockaddrIn, nil, "tcp")
 	require.NoError(t, err)
-	mrs := provutil.NewMRTable(0)
-	mr, err := provutil.RegisterChildMR(&domain, mrs, &fi.MRAttr{Buf: make([]byte, 8), RequestedKey: 7}, 0, "tcp")
+	mrs := kit.NewMRTable(0)
+	mr, err := kit.RegisterChildMR(&domain, mrs, &fi.MRAttr{Buf: make([]byte, 8), RequestedKey: 7}, 0, "tcp")
 	require.NoError(t, err)
 	require.NoError(t, domain.Acquire()) // two endpoints, as the providers take them
 	require.NoError(t, domain.Acquire())
@@ -43,7 +43,7 @@ func TestChildren(t *testing.T) {
 	require.EqualError(t, err, "tcp: close domain: 2 endpoints, 1 cq, 1 counter, 1 av and 1 mr still open"+busy)
 
 	// The endpoints bind the queues and the AV.
-	var b provutil.Bindings
+	var b kit.Bindings
 	b.Init(&fi.Info{Caps: fi.CapMsg, EPAttr: &fi.EPAttr{Type: fi.EPTypeRDM}})
 	require.NoError(t, b.Bind(cq, fi.FlagSend|fi.FlagRecv))
 	require.NoError(t, b.Bind(cntr, fi.FlagSend))
@@ -69,7 +69,7 @@ func TestChildren(t *testing.T) {
 	// Children's own messages name the provider.
 	_, err = mrs.Register(&fi.MRAttr{Buf: make([]byte, 8), RequestedKey: 7}, 0)
 	require.ErrorIs(t, err, fi.ENOKEY)
-	_, err = provutil.RegisterChildMR(&domain, mrs, &fi.MRAttr{Buf: make([]byte, 8), RequestedKey: 7}, 0, "tcp")
+	_, err = kit.RegisterChildMR(&domain, mrs, &fi.MRAttr{Buf: make([]byte, 8), RequestedKey: 7}, 0, "tcp")
 	require.ErrorIs(t, err, fi.ENOKEY)
 	require.EqualError(t, err, "tcp: register mr: key 7 already in use: "+fi.ENOKEY.Error())
 	err = av.Remove([]fi.Addr{3}, 0)
@@ -79,17 +79,17 @@ func TestChildren(t *testing.T) {
 		require.NoError(t, f.Close())
 	}
 	require.NoError(t, closeDomain(), "every child closed")
-	fabric.ReleaseKind(provutil.KindDomain)
+	fabric.ReleaseKind(kit.KindDomain)
 	require.NoError(t, q.Close())
 	require.EqualError(t, closeFabric(), "tcp: close fabric: 1 passive endpoint still open"+busy)
 	fabric.Release()
 	require.NoError(t, closeFabric())
 
 	// A closed parent refuses children, naming the provider and the parent.
-	_, err = provutil.OpenChildCQ(&domain, nil, "tcp")
+	_, err = kit.OpenChildCQ(&domain, nil, "tcp")
 	require.ErrorIs(t, err, fi.EBADF)
 	require.EqualError(t, err, "tcp: open cq: domain closed: "+fi.EBADF.Error())
-	_, err = provutil.OpenChildEQ(&fabric, nil, "tcp")
+	_, err = kit.OpenChildEQ(&fabric, nil, "tcp")
 	require.EqualError(t, err, "tcp: open eq: fabric closed: "+fi.EBADF.Error())
 }
 
@@ -97,27 +97,27 @@ func TestChildren(t *testing.T) {
 // software objects: a provider's object names the provider, one made
 // without a provider names the public package (eq, fi).
 func TestChildMessagesNameProvider(t *testing.T) {
-	var parent provutil.Ref
-	_, err := provutil.OpenChildCQ(&parent, &eq.CQAttr{Size: -1}, "shm")
+	var parent kit.Ref
+	_, err := kit.OpenChildCQ(&parent, &eq.CQAttr{Size: -1}, "shm")
 	require.ErrorIs(t, err, fi.EINVAL)
 	require.EqualError(t, err, "shm: open cq: size -1 is negative: "+fi.EINVAL.Error())
-	_, err = provutil.NewCQ(&eq.CQAttr{Size: -1})
+	_, err = kit.NewCQ(&eq.CQAttr{Size: -1})
 	require.EqualError(t, err, "eq: open cq: size -1 is negative: "+fi.EINVAL.Error())
-	_, err = provutil.OpenChildEQ(&parent, &eq.Attr{Size: -1}, "udp")
+	_, err = kit.OpenChildEQ(&parent, &eq.Attr{Size: -1}, "udp")
 	require.EqualError(t, err, "udp: open eq: size -1 is negative: "+fi.EINVAL.Error())
-	_, err = provutil.OpenChildCounter(&parent, &eq.CounterAttr{Events: 9}, "tcp")
+	_, err = kit.OpenChildCounter(&parent, &eq.CounterAttr{Events: 9}, "tcp")
 	require.ErrorIs(t, err, fi.EINVAL)
 	require.Contains(t, err.Error(), "tcp: open counter: unknown events 9")
 	require.Zero(t, parent.Refs(), "a failed open releases the parent")
 
 	// The advice on an unsupported wait object is a hint, which survives
 	// the caller's wrapping.
-	_, err = provutil.OpenChildCQ(&parent, &eq.CQAttr{WaitObj: fi.WaitMutexCond}, "tcp")
+	_, err = kit.OpenChildCQ(&parent, &eq.CQAttr{WaitObj: fi.WaitMutexCond}, "tcp")
 	require.ErrorIs(t, err, fi.ENOSYS)
 	require.EqualError(t, err, "tcp: open cq: wait object FI_WAIT_MUTEX_COND not supported: "+fi.ENOSYS.Error())
 	require.Contains(t, errors.FlattenHints(errors.Wrap(err, "app: setup")), "fi.WaitUnspec")
 
-	q, err := provutil.OpenChildEQ(&parent, nil, "tcp")
+	q, err := kit.OpenChildEQ(&parent, nil, "tcp")
 	require.NoError(t, err)
 	err = q.Write(&eq.Notify{})
 	require.EqualError(t, err, "tcp: eq write: queue opened without fi.FlagWrite: "+fi.EINVAL.Error())

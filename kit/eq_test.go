@@ -1,4 +1,4 @@
-package provutil_test
+package kit_test
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 
 	"github.com/gofabric/gofabric/eq"
 	"github.com/gofabric/gofabric/fi"
-	"github.com/gofabric/gofabric/internal/provutil"
+	"github.com/gofabric/gofabric/kit"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 )
@@ -80,9 +80,9 @@ func requireCanceled(t testing.TB, err error, msg string) {
 	require.EqualError(t, err, msg)
 }
 
-func newEQ(t testing.TB, attr *eq.Attr) *provutil.EQ {
+func newEQ(t testing.TB, attr *eq.Attr) *kit.EQ {
 	t.Helper()
-	q, err := provutil.NewEQ(attr)
+	q, err := kit.NewEQ(attr)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = q.Close() })
 	return q
@@ -97,16 +97,16 @@ func TestNewEQ(t *testing.T) {
 		code fi.Errno
 		size int
 	}{
-		{"nil attr", nil, fi.SUCCESS, provutil.DefaultEQSize},
-		{"zero size", &eq.Attr{}, fi.SUCCESS, provutil.DefaultEQSize},
+		{"nil attr", nil, fi.SUCCESS, kit.DefaultEQSize},
+		{"zero size", &eq.Attr{}, fi.SUCCESS, kit.DefaultEQSize},
 		{"size", &eq.Attr{Size: 8, WaitObj: fi.WaitUnspec}, fi.SUCCESS, 8},
 		{"negative size", &eq.Attr{Size: -1}, fi.EINVAL, 0},
-		{"fd wait object", &eq.Attr{WaitObj: fi.WaitFD}, fi.SUCCESS, provutil.DefaultEQSize},
+		{"fd wait object", &eq.Attr{WaitObj: fi.WaitFD}, fi.SUCCESS, kit.DefaultEQSize},
 		{"wait set", &eq.Attr{WaitObj: fi.WaitSet}, fi.ENOSYS, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			q, err := provutil.NewEQ(tt.attr)
+			q, err := kit.NewEQ(tt.attr)
 			if tt.code != fi.SUCCESS {
 				require.ErrorIs(t, err, tt.code)
 				require.Nil(t, q)
@@ -241,7 +241,7 @@ func TestEQGrowsInOrder(t *testing.T) {
 }
 
 func TestEQCloseRules(t *testing.T) {
-	q, err := provutil.NewEQ(nil)
+	q, err := kit.NewEQ(nil)
 	require.NoError(t, err)
 	require.NoError(t, q.Post(notify(1)))
 	require.NoError(t, q.Acquire())

@@ -1,4 +1,4 @@
-package provutil
+package kit
 
 import (
 	"strconv"
@@ -123,7 +123,7 @@ func (r *Ref) AcquireKind(k Kind) error {
 // does). It panics when no reference is held, which is always a bug.
 func (r *Ref) Release() {
 	if r.state.Add(-2) < 0 {
-		panic("provutil: Ref.Release without Acquire")
+		panic("kit: Ref.Release without Acquire")
 	}
 }
 

@@ -1,4 +1,4 @@
-package provutil
+package kit
 
 import (
 	"context"

@@ -1,6 +1,6 @@
 //go:build linux
 
-package provutil_test
+package kit_test
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 	cerrors "github.com/cockroachdb/errors"
 	"github.com/gofabric/gofabric/eq"
 	"github.com/gofabric/gofabric/fi"
-	"github.com/gofabric/gofabric/internal/provutil"
+	"github.com/gofabric/gofabric/kit"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 	"golang.org/x/sys/unix"
@@ -53,7 +53,7 @@ type fdQueue struct {
 	eq.FDWaiter
 	fi.Fid
 	setProgress func(func())
-	setWaiter   func(provutil.WaitFunc)
+	setWaiter   func(kit.WaitFunc)
 	produce     func() error
 	consume     func(t testing.TB) int
 	// sticky: TryWait keeps returning fi.EAGAIN until consume (queues);
@@ -67,7 +67,7 @@ var fdKinds = []struct {
 	open func(t testing.TB, w fi.WaitObj) (*fdQueue, error)
 }{
 	{"cq", func(t testing.TB, w fi.WaitObj) (*fdQueue, error) {
-		q, err := provutil.NewCQ(&eq.CQAttr{WaitObj: w})
+		q, err := kit.NewCQ(&eq.CQAttr{WaitObj: w})
 		if err != nil {
 			return nil, err
 		}
@@ -88,7 +88,7 @@ var fdKinds = []struct {
 			}}, nil
 	}},
 	{"eq", func(t testing.TB, w fi.WaitObj) (*fdQueue, error) {
-		q, err := provutil.NewEQ(&eq.Attr{WaitObj: w})
+		q, err := kit.NewEQ(&eq.Attr{WaitObj: w})
 		if err != nil {
 			return nil, err
 		}
@@ -108,7 +108,7 @@ var fdKinds = []struct {
 			}}, nil
 	}},
 	{"counter", func(t testing.TB, w fi.WaitObj) (*fdQueue, error) {
-		c, err := provutil.NewCounter(&eq.CounterAttr{WaitObj: w})
+		c, err := kit.NewCounter(&eq.CounterAttr{WaitObj: w})
 		if err != nil {
 			return nil, err
 		}
@@ -159,9 +159,9 @@ func TestWaitFDContract(t *testing.T) {
 
 			// An entry queued between TryWait's look and the arming
 			// notified nobody: TryWait's second look finds it.
-			provutil.SetTestHookBeforeArm(func() { require.NoError(t, q.produce()) })
+			kit.SetTestHookBeforeArm(func() { require.NoError(t, q.produce()) })
 			err := q.TryWait()
-			provutil.SetTestHookBeforeArm(nil)
+			kit.SetTestHookBeforeArm(nil)
 			require.Equal(t, fi.EAGAIN, err, "TryWait missed an entry queued while it armed")
 			require.Equal(t, 1, q.consume(t))
 		})

@@ -1,4 +1,4 @@
-package provutil_test
+package kit_test
 
 import (
 	"context"
@@ -12,14 +12,14 @@ import (
 
 	"github.com/gofabric/gofabric/eq"
 	"github.com/gofabric/gofabric/fi"
-	"github.com/gofabric/gofabric/internal/provutil"
+	"github.com/gofabric/gofabric/kit"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 )
 
-func newCQ(t testing.TB, attr *eq.CQAttr) *provutil.CQ {
+func newCQ(t testing.TB, attr *eq.CQAttr) *kit.CQ {
 	t.Helper()
-	q, err := provutil.NewCQ(attr)
+	q, err := kit.NewCQ(attr)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = q.Close() })
 	return q
@@ -33,7 +33,7 @@ func comp(id int) eq.Completion {
 }
 
 // requireIDs reads exactly the completions with the given ids, in order.
-func requireIDs(t testing.TB, q *provutil.CQ, ids ...int) {
+func requireIDs(t testing.TB, q *kit.CQ, ids ...int) {
 	t.Helper()
 	buf := make([]eq.Completion, len(ids)+1)
 	got := 0
@@ -54,17 +54,17 @@ func TestNewCQ(t *testing.T) {
 		code fi.Errno
 		size int
 	}{
-		{"nil attr", nil, fi.SUCCESS, provutil.DefaultCQSize},
+		{"nil attr", nil, fi.SUCCESS, kit.DefaultCQSize},
 		{"size", &eq.CQAttr{Size: 16, Format: eq.FormatTagged, WaitObj: fi.WaitUnspec}, fi.SUCCESS, 16},
 		{"negative size", &eq.CQAttr{Size: -1}, fi.EINVAL, 0},
 		{"bad format", &eq.CQAttr{Format: eq.FormatTagged + 1}, fi.EINVAL, 0},
-		{"fd wait object", &eq.CQAttr{WaitObj: fi.WaitFD}, fi.SUCCESS, provutil.DefaultCQSize},
+		{"fd wait object", &eq.CQAttr{WaitObj: fi.WaitFD}, fi.SUCCESS, kit.DefaultCQSize},
 		{"wait set", &eq.CQAttr{WaitObj: fi.WaitSet}, fi.ENOSYS, 0},
 		{"threshold", &eq.CQAttr{WaitCond: eq.CondThreshold}, fi.ENOSYS, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			q, err := provutil.NewCQ(tt.attr)
+			q, err := kit.NewCQ(tt.attr)
 			if tt.code != fi.SUCCESS {
 				require.ErrorIs(t, err, tt.code)
 				require.Nil(t, q)
@@ -191,7 +191,7 @@ func TestCQOverflow(t *testing.T) {
 }
 
 func TestCQCloseRules(t *testing.T) {
-	q, err := provutil.NewCQ(nil)
+	q, err := kit.NewCQ(nil)
 	require.NoError(t, err)
 	require.NoError(t, q.Acquire())
 	require.NoError(t, q.Acquire())
@@ -223,7 +223,7 @@ func TestCQCloseRules(t *testing.T) {
 func TestCQSRead(t *testing.T) {
 	defer goleak.VerifyNone(t)
 
-	sread := func(t *testing.T, q *provutil.CQ, ctx context.Context) <-chan outcome[int] {
+	sread := func(t *testing.T, q *kit.CQ, ctx context.Context) <-chan outcome[int] {
 		buf := make([]eq.Completion, 4)
 		return goAsync(func() (int, error) {
 			n, err := q.SRead(ctx, buf)
@@ -313,7 +313,7 @@ func TestCQWaiter(t *testing.T) {
 		pending atomic.Bool
 		waits   atomic.Int32
 	}
-	setup := func(t *testing.T) (*provutil.CQ, *provider) {
+	setup := func(t *testing.T) (*kit.CQ, *provider) {
 		q := newCQ(t, nil)
 		p := &provider{ready: make(chan struct{}, 1)}
 		q.SetProgress(func() {

@@ -1,4 +1,4 @@
-package provutil_test
+package kit_test
 
 import (
 	"bytes"
@@ -9,7 +9,7 @@ import (
 
 	"github.com/cockroachdb/errors"
 	"github.com/gofabric/gofabric/fi"
-	"github.com/gofabric/gofabric/internal/provutil"
+	"github.com/gofabric/gofabric/kit"
 	"github.com/stretchr/testify/require"
 )
 
@@ -276,7 +276,7 @@ func TestMatchInfoRules(t *testing.T) {
 				tc.offer(offer)
 			}
 			before := offer.Clone()
-			got, err := provutil.MatchInfo(context.Background(), "tcp", []*fi.Info{offer}, "", "", 0, tc.hints)
+			got, err := kit.MatchInfo(context.Background(), "tcp", []*fi.Info{offer}, "", "", 0, tc.hints)
 			require.Equal(t, before, offer, "the offer is not changed")
 			if tc.decl != "" {
 				require.ErrorIs(t, err, fi.ENODATA)
@@ -340,7 +340,7 @@ func TestMatchInfoAddresses(t *testing.T) {
 			if tc.offerFormat != fi.FormatUnspec {
 				offer.AddrFormat = tc.offerFormat
 			}
-			got, err := provutil.MatchInfo(context.Background(), "tcp", []*fi.Info{offer}, tc.node, tc.service, tc.flags, tc.hints)
+			got, err := kit.MatchInfo(context.Background(), "tcp", []*fi.Info{offer}, tc.node, tc.service, tc.flags, tc.hints)
 			if tc.decl != "" {
 				var nm *fi.NoMatchError
 				require.ErrorAs(t, err, &nm)
@@ -377,19 +377,19 @@ func TestMatchInfoSeveral(t *testing.T) {
 	}
 	offers := []*fi.Info{entry("a", fi.EPTypeMsg), entry("b", fi.EPTypeDgram), entry("c", fi.EPTypeMsg), entry("d", fi.EPTypeRDM)}
 
-	got, err := provutil.MatchInfo(context.Background(), "tcp", offers, "", "", 0, matchHints(func(h *fi.Info) { h.EPAttr.Type = fi.EPTypeMsg }))
+	got, err := kit.MatchInfo(context.Background(), "tcp", offers, "", "", 0, matchHints(func(h *fi.Info) { h.EPAttr.Type = fi.EPTypeMsg }))
 	require.NoError(t, err)
 	require.Len(t, got, 2)
 	require.Equal(t, "a", got[0].FabricAttr.Name, "offer order is kept")
 	require.Equal(t, "c", got[1].FabricAttr.Name)
 
-	_, err = provutil.MatchInfo(context.Background(), "tcp", offers[:3], "", "", 0, matchHints(func(h *fi.Info) { h.EPAttr.Type = fi.EPTypeRDM }))
+	_, err = kit.MatchInfo(context.Background(), "tcp", offers[:3], "", "", 0, matchHints(func(h *fi.Info) { h.EPAttr.Type = fi.EPTypeRDM }))
 	require.Equal(t, fi.ENODATA, fi.Code(err))
 	require.EqualError(t, err, fmt.Sprintf("fi: getinfo: no provider matched: "+
 		"tcp: ep type %[1]v not supported (offers %[2]v); tcp: ep type %[1]v not supported (offers %[3]v)",
 		fi.EPTypeRDM, fi.EPTypeMsg, fi.EPTypeDgram), "distinct reasons only")
 
-	_, err = provutil.MatchInfo(context.Background(), "tcp", nil, "", "", 0, nil)
+	_, err = kit.MatchInfo(context.Background(), "tcp", nil, "", "", 0, nil)
 	require.EqualError(t, err, "fi: getinfo: no provider matched: tcp: offers no entries")
 }
 
@@ -399,7 +399,7 @@ func TestMatchInfoHintObjects(t *testing.T) {
 		h.Handle = pep
 		h.EPAttr.AuthKey = []byte{1, 2}
 	})
-	got, err := provutil.MatchInfo(context.Background(), "tcp", []*fi.Info{matchOffer()}, "", "", 0, h)
+	got, err := kit.MatchInfo(context.Background(), "tcp", []*fi.Info{matchOffer()}, "", "", 0, h)
 	require.NoError(t, err)
 	require.Equal(t, pep, got[0].Handle)
 	require.Equal(t, []byte{1, 2}, got[0].EPAttr.AuthKey)
@@ -410,7 +410,7 @@ func TestMatchInfoHintObjects(t *testing.T) {
 func TestMatchInfoCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := provutil.MatchInfo(ctx, "tcp", []*fi.Info{matchOffer()}, "127.0.0.1", "1", 0, nil)
+	_, err := kit.MatchInfo(ctx, "tcp", []*fi.Info{matchOffer()}, "127.0.0.1", "1", 0, nil)
 	require.ErrorIs(t, err, fi.ECANCELED)
 	require.ErrorIs(t, err, context.Canceled)
 }
@@ -422,7 +422,7 @@ func TestMatchInfoLogsReasons(t *testing.T) {
 	if !fi.Logger("tcp").Enabled(context.Background(), slog.LevelDebug) {
 		t.Skip("FI_LOG_LEVEL or FI_LOG_PROV keeps tcp's debug records out")
 	}
-	_, err := provutil.MatchInfo(context.Background(), "tcp", []*fi.Info{matchOffer()}, "", "", 0,
+	_, err := kit.MatchInfo(context.Background(), "tcp", []*fi.Info{matchOffer()}, "", "", 0,
 		matchHints(func(h *fi.Info) { h.DomainAttr.Name = "eth9" }))
 	require.Error(t, err)
 	require.Contains(t, buf.String(), `level=DEBUG msg="getinfo: entry declined" prov=tcp reason="domain \"eth9\" not offered (offers \"lo\")"`)
@@ -435,7 +435,7 @@ func (matchProv) Name() string                                 { return "tcp" }
 func (matchProv) Version() fi.Version                          { return fi.MakeVersion(1, 0) }
 func (matchProv) OpenFabric(*fi.FabricAttr) (fi.Fabric, error) { return nil, fi.ENOSYS }
 func (p matchProv) GetInfo(ctx context.Context, node, service string, flags fi.Flags, hints *fi.Info) ([]*fi.Info, error) {
-	return provutil.MatchInfo(ctx, "tcp", []*fi.Info{p.offer}, node, service, flags, hints)
+	return kit.MatchInfo(ctx, "tcp", []*fi.Info{p.offer}, node, service, flags, hints)
 }
 
 // TestMatchInfoHints checks that declines the application can act on (the
@@ -459,7 +459,7 @@ func TestMatchInfoHints(t *testing.T) {
 			if tc.offer != nil {
 				tc.offer(offer)
 			}
-			_, err := provutil.MatchInfo(context.Background(), "tcp", []*fi.Info{offer}, "", "", 0, tc.hints)
+			_, err := kit.MatchInfo(context.Background(), "tcp", []*fi.Info{offer}, "", "", 0, tc.hints)
 			var nm *fi.NoMatchError
 			require.ErrorAs(t, err, &nm)
 			require.Len(t, nm.Reasons, 1)

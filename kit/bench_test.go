@@ -1,4 +1,4 @@
-package provutil_test
+package kit_test
 
 import (
 	"fmt"
