@@ -5,15 +5,26 @@
 // examples/loopback is a complete one built only from this package and the
 // public API.
 //
-// A provider registers an fi.Provider (fi.Register) whose GetInfo is
-// [MatchInfo] over the Info entries it offers, and returns objects built
-// from these pieces:
+// A provider registers an fi.Provider (fi.Register; [Provider] gives its
+// name and version) whose GetInfo is [MatchInfo] over the Info entries it
+// offers ([Declined], [AlterInfo]), and returns objects built from these
+// pieces:
 //
-//   - Fabric, domain and child objects: [Ref] counts what is open under an
-//     object and gives Close its fi.EBUSY-while-in-use rule (fi_close(3));
-//     [OpenChildEQ], [OpenChildCQ], [OpenChildCounter], [OpenChildAV] and
-//     [RegisterChildMR] open the software objects below as children that
-//     hold their parent until they close.
+//   - Base objects, which a provider embeds and which do the binding,
+//     reference counting and close rules of fi_close(3) once: [Fabric]
+//     (util_fabric; it opens the event queues), [Domain] (util_domain; it
+//     opens the completion queues, and counters, AVs and software MRs in
+//     a line each) and [Passive] (fi_passive_ep: event queue binding,
+//     backlog, listen, setname/getname, reject and close). Their type
+//     parameter is the provider's set of driven endpoints ([Driver]), which
+//     makes the queues they open ([FabricEQ], [DomainCQ], [DomainCounter],
+//     [DomainAV]) the provider's own types and gives them its progress and
+//     wait hooks.
+//   - Fabric, domain and child objects underneath: [Ref] counts what is
+//     open under an object and gives Close its fi.EBUSY-while-in-use rule
+//     (fi_close(3)); [OpenChildEQ], [OpenChildCQ], [OpenChildCounter],
+//     [OpenChildAV] and [RegisterChildMR] open the software objects below
+//     as children that hold their parent until they close.
 //   - Queues: the software event queue ([EQ], fi_eq(3)), completion queue
 //     ([CQ], fi_cq(3)) and counter ([Counter], fi_cntr(3)), with the
 //     progress and wait hooks through which reading or blocking on them

@@ -26,8 +26,10 @@ type Offer struct {
 	// address, which belongs to no interface.
 	AnyDomain, AnyFabric string
 	// Entry returns a fresh entry of address format f in domain and
-	// fabric; localOnly asks for the loopback entries of the interface
-	// listing, which lack FI_REMOTE_COMM in C.
+	// fabric. localOnly marks the loopback entries of the interface
+	// listing, which lack FI_REMOTE_COMM in C: the offer removes it from
+	// their caps itself, and Entry narrows whatever else it must (rxm
+	// narrows its domain caps too).
 	Entry func(f fi.AddrFormat, domain, fabric string, localOnly bool) *fi.Info
 }
 
@@ -191,7 +193,12 @@ func (o Offer) candidates(ctx context.Context, ifs []Addr, node, service string,
 // ifaceEntry returns the entry of a; listed marks the interface listing,
 // whose loopback entries are local only, as in C.
 func (o Offer) ifaceEntry(a Addr, listed bool) *fi.Info {
-	return o.Entry(formatOf(a.Addr), a.Name, a.FabricName(), listed && a.Loopback)
+	localOnly := listed && a.Loopback
+	in := o.Entry(formatOf(a.Addr), a.Name, a.FabricName(), localOnly)
+	if localOnly {
+		in.Caps &^= fi.CapRemoteComm
+	}
+	return in
 }
 
 func formatOf(a netip.Addr) fi.AddrFormat {

@@ -3,108 +3,63 @@
 package shm
 
 import (
-	"github.com/cockroachdb/errors"
 	"github.com/gofabric/gofabric/eq"
 	"github.com/gofabric/gofabric/fi"
 	"github.com/gofabric/gofabric/kit"
 )
 
 // domain is the shm domain (struct fid_domain): address vectors,
-// completion queues, counters, memory regions and endpoints. Safe for
+// completion queues (kit.Domain's, whose reads drive the progress of the
+// endpoints bound to them), counters, memory regions and endpoints.
+// kit.Domain counts what is open on it and gives Close its fi.EBUSY rule
+// ("shm: close domain: 2 endpoints and 1 cq still open"). Safe for
 // concurrent use.
 type domain struct {
-	// ref counts the objects opened on the domain.
-	ref    kit.Ref
-	fabric *fabric
-	info   *fi.Info
-	mrs    *kit.MRTable
+	kit.Domain[epSet]
+	// mrs is the domain's MR table (kit.Domain's), which peers' RMA
+	// operations are checked against.
+	mrs *kit.MRTable
 }
 
-var (
-	_ fi.Domain        = (*domain)(nil)
-	_ eq.CQOpener      = (*domain)(nil)
-	_ eq.CounterOpener = (*domain)(nil)
-	_ fi.MRRegistrar   = (*domain)(nil)
-	_ fi.AVOpener      = (*domain)(nil)
+// addrVector, completionQueue and counter are the domain's AVs, CQs and
+// counters; the queues drive the progress of the endpoints in their Eps.
+type (
+	addrVector      = kit.DomainAV[epSet]
+	completionQueue = kit.DomainCQ[epSet]
+	counter         = kit.DomainCounter[epSet]
 )
-
-// Info returns the Info the domain was opened with.
-func (d *domain) Info() *fi.Info { return d.info }
-
-// Close closes the domain (fi_close): fi.EBUSY while objects opened on it
-// are open, saying which ("shm: close domain: 2 endpoints and 1 cq still
-// open"), and bare fi.EBADF once closed.
-func (d *domain) Close() error {
-	if err := d.ref.BeginCloseFor("shm: close domain", kit.KindEndpoint); err != nil {
-		return err
-	}
-	d.mrs.Close()
-	d.fabric.ref.ReleaseKind(kit.KindDomain)
-	return nil
-}
-
-func (d *domain) acquire(op string) error {
-	if err := d.ref.Acquire(); err != nil {
-		return errors.Wrapf(err, "shm: %s: domain closed", op)
-	}
-	return nil
-}
 
 // OpenAV opens an address vector (fi_av_open) of FI_ADDR_STR endpoint
 // names; FI_AV_MAP and FI_AV_TABLE both give dense indexes.
 func (d *domain) OpenAV(attr *fi.AVAttr) (fi.AV, error) {
-	a, err := kit.OpenChildAV(&d.ref, attr, fi.FormatStr, checkName, "shm")
-	if err != nil {
-		return nil, err
-	}
-	return &addrVector{ChildAV: a}, nil
-}
-
-// OpenCQ opens a completion queue (fi_cq_open); reading it drives the
-// progress of the endpoints bound to it.
-func (d *domain) OpenCQ(attr *eq.CQAttr) (eq.CompletionQueue, error) {
-	c, err := kit.OpenChildCQ(&d.ref, attr, "shm")
-	if err != nil {
-		return nil, err
-	}
-	q := &completionQueue{ChildCQ: c}
-	c.SetProgress(q.eps.progress)
-	c.SetWaiter(q.eps.wait)
-	return q, nil
+	return d.NewAV(attr, fi.FormatStr, checkName)
 }
 
 // OpenCounter opens a counter (fi_cntr_open); reading or waiting on it
 // drives the progress of the endpoints bound to it.
-func (d *domain) OpenCounter(attr *eq.CounterAttr) (eq.Counter, error) {
-	c, err := kit.OpenChildCounter(&d.ref, attr, "shm")
-	if err != nil {
-		return nil, err
-	}
-	k := &counter{ChildCounter: c}
-	c.SetProgress(k.eps.progress)
-	c.SetWaiter(k.eps.wait)
-	return k, nil
-}
+func (d *domain) OpenCounter(attr *eq.CounterAttr) (eq.Counter, error) { return d.NewCounter(attr) }
 
 // RegisterMR registers memory (fi_mr_regattr): keys are the
 // application's, remote addresses offsets from MRAttr.Offset. A peer
 // reaches only registered memory, within the region and with its rights.
 func (d *domain) RegisterMR(attr *fi.MRAttr, flags fi.Flags) (fi.MR, error) {
-	return kit.RegisterChildMR(&d.ref, d.mrs, attr, flags, "shm")
+	return d.NewMR(attr, flags)
 }
 
-// addrVector is the domain's AV.
-type addrVector struct{ *kit.ChildAV }
+var (
+	_ fi.Domain        = (*domain)(nil)
+	_ eq.CounterOpener = (*domain)(nil)
+	_ fi.MRRegistrar   = (*domain)(nil)
+	_ fi.AVOpener      = (*domain)(nil)
+)
 
-type completionQueue struct {
-	*kit.ChildCQ
-	// eps are the endpoints bound to the queue, whose progress reading it
-	// drives.
-	eps epSet
-}
+// epSet is the set of endpoints a completion queue or counter drives
+// (kit.Driver): reading the queue runs their progress
+// (FI_PROGRESS_MANUAL), and a reader about to block sleeps on their
+// doorbells.
+type epSet struct{ kit.Set[*endpoint] }
 
-type counter struct {
-	*kit.ChildCounter
-	// eps are the endpoints bound to the counter, as for completionQueue.
-	eps epSet
-}
+// Hooks gives the completion queues and counters the set's hooks
+// (kit.Driver); event queues have none: RDM endpoints report no
+// connection events.
+func (s *epSet) Hooks() (func(), kit.WaitFunc) { return s.progress, s.wait }

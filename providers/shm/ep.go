@@ -116,7 +116,7 @@ var names, defaultUses atomic.Int64
 // a "_<n>" suffix for the second endpoint of a process and later ones.
 func (d *domain) OpenEndpoint(info *fi.Info) (ep.Endpoint, error) {
 	if info == nil {
-		info = d.info
+		info = d.Info()
 	}
 	if info.EPAttr != nil && info.EPAttr.Type != fi.EPTypeUnspec && info.EPAttr.Type != fi.EPTypeRDM {
 		return nil, errors.Wrapf(fi.EINVAL, "shm: open endpoint: ep type %v not supported (offers FI_EP_RDM)", info.EPAttr.Type)
@@ -125,7 +125,7 @@ func (d *domain) OpenEndpoint(info *fi.Info) (ep.Endpoint, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := d.acquire("open endpoint"); err != nil {
+	if err := d.Acquire(kit.KindEndpoint, "open endpoint"); err != nil {
 		return nil, err
 	}
 	e := &endpoint{domain: d, info: info.Clone(), probe: new([2]uint64)}
@@ -148,7 +148,7 @@ func (d *domain) OpenEndpoint(info *fi.Info) (ep.Endpoint, error) {
 		name = defaultName()
 	}
 	if err := e.open(name); err != nil {
-		d.ref.Release()
+		d.Release(kit.KindEndpoint)
 		return nil, err
 	}
 	return e, nil
@@ -284,18 +284,18 @@ func (e *endpoint) Enable() error {
 	e.av = b.AV.(*addrVector).AV
 	if q, ok := b.TxCQ.(*completionQueue); ok {
 		e.txcq, e.txSel = q.CQ, b.TxSelective
-		e.sets = append(e.sets, &q.eps)
+		e.sets = append(e.sets, &q.Eps)
 	}
 	if q, ok := b.RxCQ.(*completionQueue); ok {
 		e.rxcq, e.rxSel = q.CQ, b.RxSelective
 		if b.RxCQ != b.TxCQ {
-			e.sets = append(e.sets, &q.eps)
+			e.sets = append(e.sets, &q.Eps)
 		}
 	}
 	for i, f := range cntrFlag {
 		if c, ok := b.Counters[f].(*counter); ok {
 			e.cntr[i] = c.Counter
-			e.sets = append(e.sets, &c.eps)
+			e.sets = append(e.sets, &c.Eps)
 		}
 	}
 	for _, s := range e.sets {
@@ -359,7 +359,7 @@ func (e *endpoint) Close() error {
 	e.region.retire()
 	e.nameMu.Unlock()
 	e.bind.Release()
-	e.domain.ref.Release()
+	e.domain.Release(kit.KindEndpoint)
 	return nil
 }
 

@@ -3,7 +3,6 @@
 package shm
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -85,18 +84,13 @@ func newEntry() *fi.Info {
 	}
 }
 
-// provider is the shm provider (struct fi_provider "shm").
-type provider struct{}
+// provider is the shm provider (struct fi_provider "shm"); kit.Provider
+// gives its name, "shm", and its version, 117.0 as C 1.17's.
+type provider struct{ kit.Provider }
 
-func init() { fi.Register(provider{}) }
+func init() { fi.Register(provider{kit.Provider{ProvName: provName, ProvVersion: provVersion}}) }
 
 var _ fi.Provider = provider{}
-
-// Name returns "shm".
-func (provider) Name() string { return provName }
-
-// Version returns the provider version, 117.0 as C 1.17's.
-func (provider) Version() fi.Version { return provVersion }
 
 // GetInfo returns the provider's one FI_EP_RDM entry (fi_getinfo). Its
 // source address is "fi_shm://<pid>", or, with FI_SOURCE, the name that
@@ -114,14 +108,14 @@ func (provider) Version() fi.Version { return provVersion }
 // declined with their reason: not implemented.
 func (provider) GetInfo(ctx context.Context, node, service string, flags fi.Flags, hints *fi.Info) ([]*fi.Info, error) {
 	if _, err := os.Stat(shmDir); err != nil {
-		return nil, declined(shmDir + " is not available: " + err.Error())
+		return nil, kit.Declined(provName, shmDir+" is not available: "+err.Error(), "")
 	}
 	if reason := unsupportedHints(hints); reason != "" {
-		return nil, declined(reason)
+		return nil, kit.Declined(provName, reason, "")
 	}
 	e := newEntry()
 	// Matched against the op flags hints may ask for; the result then
-	// carries the hints' own (fromHints).
+	// carries the hints' own (kit.AlterInfo).
 	e.TxAttr.OpFlags, e.RxAttr.OpFlags = txOpFlags, rxOpFlags
 	e.SrcAddr = []byte(defaultName())
 	if node != "" || service != "" {
@@ -157,25 +151,9 @@ func (provider) GetInfo(ctx context.Context, node, service string, flags fi.Flag
 	}
 	for _, i := range out {
 		i.SrcAddr, i.DestAddr = e.SrcAddr, e.DestAddr
-		fromHints(i, hints)
+		kit.AlterInfo(i, hints, queueSize)
 	}
 	return out, nil
-}
-
-// fromHints sets the queue sizes and op flags of a result as C's
-// ofi_alter_info does: the hints' sizes, queueSize when they give none;
-// the hints' op flags, none without them.
-func fromHints(in, hints *fi.Info) {
-	var tx fi.TxAttr
-	var rx fi.RxAttr
-	if hints != nil && hints.TxAttr != nil {
-		tx = *hints.TxAttr
-	}
-	if hints != nil && hints.RxAttr != nil {
-		rx = *hints.RxAttr
-	}
-	in.TxAttr.Size, in.RxAttr.Size = cmp.Or(tx.Size, queueSize), cmp.Or(rx.Size, queueSize)
-	in.TxAttr.OpFlags, in.RxAttr.OpFlags = tx.OpFlags, rx.OpFlags
 }
 
 // unsupportedHints returns why hints cannot be met when they ask for a
@@ -218,24 +196,7 @@ func unsupportedHints(hints *fi.Info) string {
 // endpoint opened with info: its sizes, queueSize for 0; fi.EINVAL
 // beyond queueSize or below 0.
 func queueSizes(info *fi.Info) (tx, rx int, err error) {
-	tx, rx = queueSize, queueSize
-	if info.TxAttr != nil {
-		tx = cmp.Or(info.TxAttr.Size, queueSize)
-	}
-	if info.RxAttr != nil {
-		rx = cmp.Or(info.RxAttr.Size, queueSize)
-	}
-	switch {
-	case tx < 0 || tx > queueSize:
-		return 0, 0, errors.Wrapf(fi.EINVAL, "shm: open endpoint: tx size %d not supported (1 to %d)", tx, queueSize)
-	case rx < 0 || rx > queueSize:
-		return 0, 0, errors.Wrapf(fi.EINVAL, "shm: open endpoint: rx size %d not supported (1 to %d)", rx, queueSize)
-	}
-	return tx, rx, nil
-}
-
-func declined(reason string) error {
-	return &fi.NoMatchError{Reasons: []fi.ProviderReason{{Provider: provName, Reason: reason}}}
+	return kit.QueueSizes(provName, info, queueSize, queueSize, queueSize)
 }
 
 // defaultName is the process's default endpoint name, as C's.

@@ -7,14 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/gofabric/gofabric/kit"
 )
-
-// epSet is the set of endpoints a completion queue or counter drives:
-// reading the queue runs their progress (FI_PROGRESS_MANUAL), and a
-// reader about to block sleeps on their doorbells.
-type epSet struct{ kit.Set[*endpoint] }
 
 // progress is the queue's progress hook.
 func (s *epSet) progress() {

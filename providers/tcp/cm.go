@@ -222,13 +222,7 @@ type connReq struct {
 // Close rejects the request without data, as Reject(handle, nil) does; it
 // lets an application drop a request it does not want to open an
 // endpoint for.
-func (r *connReq) Close() error {
-	if err := r.pep.backlog.Take(r); err != nil {
-		return errors.Wrap(err, "tcp: close connection request")
-	}
-	r.reject(nil)
-	return nil
-}
+func (r *connReq) Close() error { return r.pep.CloseRequest(r, rejectReq) }
 
 // reject sends a reject with data and closes the socket (the C provider
 // shuts the socket down after the reject, §2.3).

@@ -89,18 +89,18 @@ type completions struct {
 func (c *completions) bindQueues(b *kit.Bindings) {
 	if q, ok := b.TxCQ.(*completionQueue); ok {
 		c.txcq, c.txSel = q.CQ, b.TxSelective
-		c.sets = append(c.sets, &q.eps)
+		c.sets = append(c.sets, &q.Eps)
 	}
 	if q, ok := b.RxCQ.(*completionQueue); ok {
 		c.rxcq, c.rxSel = q.CQ, b.RxSelective
 		if b.RxCQ != b.TxCQ {
-			c.sets = append(c.sets, &q.eps)
+			c.sets = append(c.sets, &q.Eps)
 		}
 	}
 	for i, f := range cntrFlag {
 		if k, ok := b.Counters[f].(*counter); ok {
 			c.cntr[i] = k.Counter
-			c.sets = append(c.sets, &k.eps)
+			c.sets = append(c.sets, &k.Eps)
 		}
 	}
 }
@@ -133,7 +133,7 @@ var (
 // pending request of this provider.
 func (d *domain) OpenEndpoint(info *fi.Info) (ep.Endpoint, error) {
 	if info == nil {
-		info = d.info
+		info = d.Info()
 	}
 	if info.EPAttr != nil && info.EPAttr.Type == fi.EPTypeRDM && info.Handle == nil {
 		r, err := d.openRDM(info)
@@ -157,7 +157,7 @@ func (d *domain) OpenEndpoint(info *fi.Info) (ep.Endpoint, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := d.acquire("open endpoint"); err != nil {
+	if err := d.Acquire(kit.KindEndpoint, "open endpoint"); err != nil {
 		return nil, err
 	}
 	e := &endpoint{domain: d, info: info.Clone(), params: d.fabric.params}
@@ -173,13 +173,13 @@ func (d *domain) OpenEndpoint(info *fi.Info) (ep.Endpoint, error) {
 	e.bind.Init(e.info)
 	e.dp.init(txSize, rxSize)
 	if req != nil {
-		if err := req.pep.backlog.Take(req); err != nil {
-			d.ref.Release()
+		if err := req.pep.Backlog.Take(req); err != nil {
+			d.Release(kit.KindEndpoint)
 			return nil, errors.Wrap(err, "tcp: open endpoint")
 		}
 		if err := e.cs.RequestReceived(); err != nil {
 			req.reject(nil)
-			d.ref.Release()
+			d.Release(kit.KindEndpoint)
 			return nil, err
 		}
 		e.req = req
@@ -246,7 +246,7 @@ func (e *endpoint) Enable() error {
 	}
 	b := &e.bind
 	e.events = b.EQ.(*eventQueue)
-	e.sets = append(e.sets, &e.events.eps)
+	e.sets = append(e.sets, &e.events.Eps)
 	e.bindQueues(b)
 	for _, s := range e.sets {
 		s.Add(e)
@@ -424,7 +424,7 @@ func (e *endpoint) Close() error {
 		s.Remove(e)
 	}
 	e.bind.Release()
-	e.domain.ref.Release()
+	e.domain.Release(kit.KindEndpoint)
 	return nil
 }
 

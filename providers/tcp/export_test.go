@@ -6,7 +6,7 @@ import "github.com/gofabric/gofabric/ep"
 
 // BacklogSize returns a passive endpoint's backlog: how many requests may
 // wait for Accept or Reject.
-func BacklogSize(p ep.PassiveEndpoint) int { return p.(*passiveEP).backlog.Size() }
+func BacklogSize(p ep.PassiveEndpoint) int { return p.(*passiveEP).Backlog.Size() }
 
 // MaxHandshakes is how many accepted sockets a listener reads requests
 // from at once.
@@ -19,8 +19,8 @@ func Handshakes(x any) int {
 	if !ok {
 		p = x.(*rdmEndpoint).pep
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	p.Mu.Lock()
+	defer p.Mu.Unlock()
 	return len(p.hs)
 }
 
@@ -29,11 +29,11 @@ func Handshakes(x any) int {
 func BlockedReaders(q any) int {
 	switch x := q.(type) {
 	case *completionQueue:
-		return int(x.eps.waiting.Load())
+		return int(x.Eps.waiting.Load())
 	case *counter:
-		return int(x.eps.waiting.Load())
+		return int(x.Eps.waiting.Load())
 	case *eventQueue:
-		return int(x.eps.waiting.Load())
+		return int(x.Eps.waiting.Load())
 	}
 	panic("tcp: BlockedReaders: not a queue of the provider")
 }

@@ -3,7 +3,6 @@
 package tcp
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/gofabric/gofabric/fi"
 	"github.com/gofabric/gofabric/internal/netif"
+	"github.com/gofabric/gofabric/kit"
 )
 
 // provName is the provider's registered name, libfabric's.
@@ -20,13 +20,6 @@ const provName = "tcp"
 // provVersion is the version the C provider of libfabric 1.17 reports
 // (fi_info: "version: 117.0").
 var provVersion = fi.MakeVersion(117, 0)
-
-// Names of the entry for a source address that belongs to no interface in
-// particular (the wildcard address), as the C provider names it.
-const (
-	anyDomainName = "tcp"
-	anyFabricName = "TCP-IP"
-)
 
 // mrMode is the C provider's MR mode: none of the FI_MR_* requirements.
 const mrMode fi.MRMode = 0
@@ -70,15 +63,12 @@ const (
 )
 
 // newEntry returns an FI_EP_MSG entry for an address of format f in domain
-// and fabric. A localOnly entry lacks FI_REMOTE_COMM in its caps, as the C
-// provider's entries for loopback addresses do when it lists interfaces.
-func newEntry(f fi.AddrFormat, domain, fabric string, localOnly bool) *fi.Info {
-	caps := infoCaps
-	if localOnly {
-		caps &^= fi.CapRemoteComm
-	}
+// and fabric (netif.Offer removes FI_REMOTE_COMM from the caps of
+// loopback entries, as the C provider's lack it when it lists
+// interfaces).
+func newEntry(f fi.AddrFormat, domain, fabric string, _ bool) *fi.Info {
 	return &fi.Info{
-		Caps:       caps,
+		Caps:       infoCaps,
 		AddrFormat: f,
 		TxAttr: &fi.TxAttr{
 			Caps: txCaps, MsgOrder: msgOrder, CompOrder: fi.OrderStrict,
@@ -132,15 +122,16 @@ const (
 )
 
 // newRDMEntry returns an FI_EP_RDM (tcp;ofi_rxm) entry for an address of
-// format f in domain and fabric.
+// format f in domain and fabric. A localOnly entry (a loopback address of
+// the interface listing, whose caps netif.Offer narrows) lacks
+// FI_REMOTE_COMM in its domain caps too, as rxm narrows them.
 func newRDMEntry(f fi.AddrFormat, domain, fabric string, localOnly bool) *fi.Info {
-	caps, dcaps := rdmCaps, domainCaps
+	dcaps := domainCaps
 	if localOnly {
-		caps &^= fi.CapRemoteComm
-		dcaps &^= fi.CapRemoteComm // rxm narrows the domain's caps too
+		dcaps &^= fi.CapRemoteComm
 	}
 	return &fi.Info{
-		Caps:       caps,
+		Caps:       rdmCaps,
 		AddrFormat: f,
 		TxAttr: &fi.TxAttr{
 			Caps: rdmTxCaps, MsgOrder: msgOrder, CompOrder: fi.OrderNone,
@@ -167,15 +158,13 @@ func newRDMEntry(f fi.AddrFormat, domain, fabric string, localOnly bool) *fi.Inf
 	}
 }
 
-// provider is the tcp provider (struct fi_provider "tcp").
-type provider struct{}
+// provider is the tcp provider (struct fi_provider "tcp"); kit.Provider
+// gives its name and version.
+type provider struct{ kit.Provider }
 
-func init() { fi.Register(provider{}) }
+func init() { fi.Register(provider{kit.Provider{ProvName: provName, ProvVersion: provVersion}}) }
 
 var _ fi.Provider = provider{}
-
-func (provider) Name() string        { return provName }
-func (provider) Version() fi.Version { return provVersion }
 
 // GetInfo returns one FI_EP_MSG entry per address of each interface that
 // is up (only FI_TCP_IFACE's when set), as the C provider does: domain
@@ -207,10 +196,10 @@ func (provider) GetInfo(ctx context.Context, node, service string, flags fi.Flag
 		rerr error
 	)
 	if reason := badSizes(hints); reason != "" {
-		return nil, &fi.NoMatchError{Reasons: []fi.ProviderReason{{Provider: provName, Reason: reason}}}
+		return nil, kit.Declined(provName, reason, "")
 	}
 	if reason := multiRecvAsked(hints); reason != "" {
-		rerr = &fi.NoMatchError{Reasons: []fi.ProviderReason{{Provider: provName, Reason: reason}}}
+		rerr = kit.Declined(provName, reason, "")
 	} else {
 		rdm, rerr = o.GetInfo(ctx, node, service, flags, hints)
 	}
@@ -218,10 +207,10 @@ func (provider) GetInfo(ctx context.Context, node, service string, flags fi.Flag
 	o.Entry = offerEntry(newEntry, maxTxSize, maxRxSize, msgTxOpFlags, msgRxOpFlags)
 	msg, merr := o.GetInfo(ctx, node, service, flags, hints)
 	for _, in := range rdm {
-		fromHints(in, hints, rdmQueueSize)
+		kit.AlterInfo(in, hints, rdmQueueSize)
 	}
 	for _, in := range msg {
-		fromHints(in, hints, queueSize)
+		kit.AlterInfo(in, hints, queueSize)
 	}
 	switch {
 	case rerr == nil && merr == nil:
@@ -244,7 +233,7 @@ func (provider) GetInfo(ctx context.Context, node, service string, flags fi.Flag
 // offerEntry wraps the entry function entry into the one GetInfo matches
 // hints against: its queue sizes are the maxima and its op flags those
 // hints may ask for, so that the matcher declines only what exceeds them
-// (tx size 1025 not supported (max 1024)). fromHints then gives the
+// (tx size 1025 not supported (max 1024)). kit.AlterInfo then gives the
 // results the sizes and op flags they report.
 func offerEntry(entry func(fi.AddrFormat, string, string, bool) *fi.Info, maxTx, maxRx int, txFlags, rxFlags fi.Flags) func(fi.AddrFormat, string, string, bool) *fi.Info {
 	return func(f fi.AddrFormat, domain, fabric string, localOnly bool) *fi.Info {
@@ -253,25 +242,6 @@ func offerEntry(entry func(fi.AddrFormat, string, string, bool) *fi.Info, maxTx,
 		in.TxAttr.OpFlags, in.RxAttr.OpFlags = txFlags, rxFlags
 		return in
 	}
-}
-
-// fromHints sets the queue sizes and op flags of a result as C's
-// ofi_alter_info does: the hints' sizes, def when they give none; the
-// hints' op flags, none without them. (C keeps its entries' full op
-// flags, and a receive queue of 65536, for NULL hints; gofabric reports
-// none and the default, so that an endpoint opened from such an Info is
-// neither all FI_INJECT nor 65536 receives deep.)
-func fromHints(in, hints *fi.Info, def int) {
-	var tx fi.TxAttr
-	var rx fi.RxAttr
-	if hints != nil && hints.TxAttr != nil {
-		tx = *hints.TxAttr
-	}
-	if hints != nil && hints.RxAttr != nil {
-		rx = *hints.RxAttr
-	}
-	in.TxAttr.Size, in.RxAttr.Size = cmp.Or(tx.Size, def), cmp.Or(rx.Size, def)
-	in.TxAttr.OpFlags, in.RxAttr.OpFlags = tx.OpFlags, rx.OpFlags
 }
 
 // badSizes returns why hints' queue sizes cannot be met when one is
@@ -307,7 +277,10 @@ func multiRecvAsked(hints *fi.Info) string {
 }
 
 // offer is the provider's interface-based GetInfo with its parameters.
+// The entry of a source address that belongs to no interface in
+// particular (the wildcard address) is domain "tcp" of fabric "TCP-IP",
+// as the C provider names it.
 func (p params) offer() netif.Offer {
 	return netif.Offer{Prov: provName, IfaceVar: paramIface.Name, Iface: p.iface,
-		AnyDomain: anyDomainName, AnyFabric: anyFabricName, Entry: newEntry}
+		AnyDomain: "tcp", AnyFabric: "TCP-IP", Entry: newEntry}
 }

@@ -15,8 +15,8 @@ import (
 
 	"github.com/cockroachdb/errors"
 	"github.com/gofabric/gofabric/ep"
-	"github.com/gofabric/gofabric/eq"
 	"github.com/gofabric/gofabric/fi"
+	"github.com/gofabric/gofabric/kit"
 	"golang.org/x/sys/unix"
 )
 
@@ -55,27 +55,25 @@ func systemBacklog() int {
 }
 
 // passiveEP is a listening endpoint (struct fid_pep; fi_passive_ep,
-// fi_listen, fi_reject). Its socket is bound when it opens (so Name gives
-// the port before Listen), listens from Listen on, and each connection
-// request read from an accepted socket becomes an eq.ConnReq event. Safe
-// for concurrent use.
+// fi_listen, fi_reject) on kit.Passive, which binds its event queue,
+// keeps its backlog and gives it its close rule. Its socket is bound when
+// it opens (so Name gives the port before Listen), listens from Listen on,
+// and each connection request read from an accepted socket becomes an
+// eq.ConnReq event. Safe for concurrent use.
 type passiveEP struct {
-	fabric  *fabric
-	info    *fi.Info
-	backlog ep.Backlog
-	log     func(msg string, args ...any)
+	kit.Passive[epSet]
+	fabric *fabric
+	log    func(msg string, args ...any)
 
 	// onReq, when set, takes the connection requests instead of an event
 	// queue: the listener of an RDM endpoint (rdm.go).
 	onReq func(r *connReq, data []byte)
 
-	mu     sync.Mutex // guards the fields below
-	events *eventQueue
-	fd     int // the bound socket until Listen, then -1
-	name   []byte
-	ln     *net.TCPListener
-	hs     map[*net.TCPConn]time.Time // sockets whose request is being read, and when each was accepted
-	closed bool
+	// Guarded by Passive.Mu.
+	fd   int // the bound socket until Listen, then -1
+	name []byte
+	ln   *net.TCPListener
+	hs   map[*net.TCPConn]time.Time // sockets whose request is being read, and when each was accepted
 
 	// hsDone tells the accept loop that a socket left hs.
 	hsDone chan struct{}
@@ -94,44 +92,22 @@ var (
 // none; the port is the source address's, else one of
 // FI_TCP_PORT_LOW_RANGE..HIGH_RANGE, else an ephemeral one.
 func (f *fabric) OpenPassive(info *fi.Info) (ep.PassiveEndpoint, error) {
-	if info.EPAttr != nil && info.EPAttr.Type != fi.EPTypeUnspec && info.EPAttr.Type != fi.EPTypeMsg {
-		return nil, errors.Wrapf(fi.EINVAL, "tcp: open passive endpoint: ep type %v not supported (offers FI_EP_MSG)", info.EPAttr.Type)
-	}
-	name := info.SrcAddr
-	if name == nil {
-		name = wildcard(info.AddrFormat)
-	}
-	ap, _, err := fi.AddrPortFromSockaddr(name)
-	if err != nil {
-		return nil, errors.Wrap(err, "tcp: open passive endpoint: source address")
-	}
-	if err := f.ref.Acquire(); err != nil {
-		return nil, errors.Wrap(err, "tcp: open passive endpoint: fabric closed")
-	}
-	p := &passiveEP{fabric: f, info: info.Clone(), fd: -1, hs: make(map[*net.TCPConn]time.Time), hsDone: make(chan struct{}, 1)}
+	p := &passiveEP{fabric: f, fd: -1, hs: make(map[*net.TCPConn]time.Time), hsDone: make(chan struct{}, 1)}
 	p.log = func(msg string, args ...any) { fi.Logger(provName).Debug(msg, args...) }
-	_ = p.backlog.SetBacklog(systemBacklog())
-	if err := p.bindTo(ap); err != nil {
-		f.ref.Release()
+	_ = p.SetBacklog(systemBacklog())
+	if err := p.Init(&f.Fabric, info, p.bindTo); err != nil {
 		return nil, err
 	}
 	return p, nil
 }
 
-// wildcard returns the wildcard sockaddr of format f (IPv4 unless f says
-// IPv6).
-func wildcard(f fi.AddrFormat) []byte {
-	a := netip.IPv4Unspecified()
-	if f == fi.FormatSockaddrIn6 {
-		a = netip.IPv6Unspecified()
+// bindTo replaces the endpoint's socket by one bound to addr, a sockaddr.
+// Called with Mu held or before the endpoint is shared.
+func (p *passiveEP) bindTo(addr []byte) error {
+	ap, _, err := fi.AddrPortFromSockaddr(addr)
+	if err != nil {
+		return errors.Wrap(err, "tcp: passive endpoint: address")
 	}
-	_, b, _ := fi.SockaddrFromAddrPort(netip.AddrPortFrom(a, 0))
-	return b
-}
-
-// bindTo replaces the endpoint's socket by one bound to ap. Called with mu
-// held or before the endpoint is shared.
-func (p *passiveEP) bindTo(ap netip.AddrPort) error {
 	ap = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
 	fam := unix.AF_INET
 	if ap.Addr().Is6() {
@@ -217,56 +193,9 @@ func sockaddrBytes(sa unix.Sockaddr) []byte {
 	return b
 }
 
-// Info returns the Info the passive endpoint was opened with.
-func (p *passiveEP) Info() *fi.Info { return p.info }
-
-// Bind binds the event queue that gets the connection requests
-// (fi_pep_bind); flags must be 0 and the queue this provider's.
-func (p *passiveEP) Bind(q eq.EventQueue, flags fi.Flags) error {
-	if flags != 0 {
-		return errors.Wrapf(fi.EBADFLAGS, "tcp: passive endpoint: bind: flags %v", flags)
-	}
-	eqq, ok := q.(*eventQueue)
-	if !ok {
-		return errors.Wrapf(fi.EINVAL, "tcp: passive endpoint: bind: %T is not a tcp event queue", q)
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	switch {
-	case p.closed:
-		return errors.Wrap(fi.EBADF, "tcp: passive endpoint: bind: closed")
-	case p.events != nil:
-		return errors.Wrap(fi.EINVAL, "tcp: passive endpoint: bind: an event queue is already bound")
-	}
-	if err := eqq.Acquire(); err != nil {
-		return errors.Wrap(err, "tcp: passive endpoint: bind")
-	}
-	p.events = eqq
-	return nil
-}
-
-// SetBacklog sets how many requests may wait for Accept or Reject
-// (fi_control FI_BACKLOG); more are rejected without data. The default is
-// the kernel's accept queue size, net.core.somaxconn.
-func (p *passiveEP) SetBacklog(n int) error { return p.backlog.SetBacklog(n) }
-
 // SetName rebinds the endpoint to addr (fi_setname) before Listen; port 0
 // picks one as OpenPassive does.
-func (p *passiveEP) SetName(addr []byte) error {
-	ap, _, err := fi.AddrPortFromSockaddr(addr)
-	if err != nil {
-		return errors.Wrap(err, "tcp: passive endpoint: setname")
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	switch {
-	case p.closed:
-		return errors.Wrap(fi.EBADF, "tcp: passive endpoint: setname: closed")
-	case p.ln != nil:
-		return errors.Wrap(fi.EOPBADSTATE, "tcp: passive endpoint: setname: already listening")
-	}
-	return p.bindTo(ap)
-}
+func (p *passiveEP) SetName(addr []byte) error { return p.SetNameWith(addr, p.bindTo) }
 
 // CMDataSize is the most private data a connection request to this
 // passive endpoint, and its accept or reject, carry
@@ -276,29 +205,16 @@ func (p *passiveEP) CMDataSize() int { return cmMaxDataSize }
 // Name copies the bound address into buf (fi_getname), with the
 // ETOOSMALL rule of ep.Namer.
 func (p *passiveEP) Name(buf []byte) (int, error) {
-	p.mu.Lock()
-	name, closed := p.name, p.closed
-	p.mu.Unlock()
-	if closed {
-		return 0, errors.Wrap(fi.EBADF, "tcp: passive endpoint: getname: closed")
-	}
-	return copyName(buf, name)
+	return p.NameWith(buf, func() []byte { return p.name })
 }
 
 // Listen starts listening (fi_listen): it needs a bound event queue
 // (fi.ENOEQ) and may be called once (fi.EOPBADSTATE after).
-func (p *passiveEP) Listen() error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
-		return errors.Wrap(fi.EBADF, "tcp: listen: closed")
-	}
-	if p.events == nil && p.onReq == nil {
-		return errors.Wrap(fi.ENOEQ, "tcp: listen: no event queue bound")
-	}
-	if err := p.backlog.Listen(); err != nil {
-		return errors.Wrap(err, "tcp: listen")
-	}
+func (p *passiveEP) Listen() error { return p.ListenWith(p.listenLocked) }
+
+// listenLocked hands the bound socket to a listener and starts accepting;
+// Mu is held.
+func (p *passiveEP) listenLocked() error {
 	if err := unix.Listen(p.fd, systemBacklog()); err != nil {
 		return errors.Wrapf(fi.Code(err), "tcp: listen: %v", err)
 	}
@@ -329,15 +245,15 @@ func (p *passiveEP) acceptLoop(ln *net.TCPListener) {
 			time.Sleep(10 * time.Millisecond) // EMFILE and the like: do not spin
 			continue
 		}
-		p.mu.Lock()
-		if p.closed {
-			p.mu.Unlock()
+		p.Mu.Lock()
+		if p.ClosedLocked() {
+			p.Mu.Unlock()
 			c.Close()
 			return
 		}
 		p.hs[c] = time.Now()
 		p.wg.Add(1)
-		p.mu.Unlock()
+		p.Mu.Unlock()
 		go p.readRequest(c)
 		p.makeRoom()
 	}
@@ -349,16 +265,16 @@ func (p *passiveEP) acceptLoop(ln *net.TCPListener) {
 func (p *passiveEP) makeRoom() {
 	grace := min(handshakeGrace, p.fabric.params.connTimeout)
 	for {
-		p.mu.Lock()
-		if p.closed || len(p.hs) < maxHandshakes {
-			p.mu.Unlock()
+		p.Mu.Lock()
+		if p.ClosedLocked() || len(p.hs) < maxHandshakes {
+			p.Mu.Unlock()
 			return
 		}
 		victim, wait := p.silentLocked(time.Now(), grace)
 		if victim != nil {
 			delete(p.hs, victim)
 		}
-		p.mu.Unlock()
+		p.Mu.Unlock()
 		if victim != nil {
 			p.log("tcp: closed a connection that sent no request, to make room", "peer", victim.RemoteAddr())
 			victim.Close() // its reader ends
@@ -375,7 +291,7 @@ func (p *passiveEP) makeRoom() {
 
 // silentLocked returns the oldest socket of hs accepted at least grace
 // before now that has nothing to read, or else how long to wait before
-// looking again; mu is held.
+// looking again; Mu is held.
 func (p *passiveEP) silentLocked(now time.Time, grace time.Duration) (*net.TCPConn, time.Duration) {
 	wait := grace
 	var old []*net.TCPConn
@@ -420,9 +336,9 @@ func (p *passiveEP) readRequest(c *net.TCPConn) {
 	defer p.wg.Done()
 	keep := false
 	defer func() {
-		p.mu.Lock()
+		p.Mu.Lock()
 		delete(p.hs, c)
-		p.mu.Unlock()
+		p.Mu.Unlock()
 		select {
 		case p.hsDone <- struct{}{}:
 		default:
@@ -445,34 +361,22 @@ func (p *passiveEP) readRequest(c *net.TCPConn) {
 		return
 	}
 	r := &connReq{pep: p, conn: c, peer: sockaddrOf(c.RemoteAddr()), bigEndian: h.bigEndian}
-	info := p.info.Clone()
-	info.Handle = r
-	info.DestAddr = r.peer
-	info.SrcAddr = sockaddrOf(c.LocalAddr())
-	if len(info.SrcAddr) > 16 {
-		info.AddrFormat = fi.FormatSockaddrIn6
-	} else {
-		info.AddrFormat = fi.FormatSockaddrIn
-	}
+	info := p.RequestInfo(r, sockaddrOf(c.LocalAddr()), r.peer)
 	data := append([]byte(nil), h.data...)
 	// The request joins the backlog and leaves the sockets Close cuts in
 	// one step, so that Close either cuts it here or rejects it properly.
 	keep = true
-	p.mu.Lock()
-	if _, ok := p.hs[c]; !ok && !p.closed {
+	p.Mu.Lock()
+	if _, ok := p.hs[c]; !ok && !p.ClosedLocked() {
 		// makeRoom closed it, silent for a second, as its request
 		// arrived: it is gone.
-		p.mu.Unlock()
+		p.Mu.Unlock()
 		keep = false
 		return
 	}
-	err = errors.Wrap(fi.EBADF, "tcp: passive endpoint closed")
-	if !p.closed {
-		err = p.backlog.Add(r)
-	}
+	err = p.AddRequestLocked(r)
 	delete(p.hs, c)
-	q := p.events
-	p.mu.Unlock()
+	p.Mu.Unlock()
 	if err != nil {
 		p.log("tcp: refused a connection request", "peer", c.RemoteAddr(), "err", err)
 		r.reject(nil)
@@ -482,7 +386,7 @@ func (p *passiveEP) readRequest(c *net.TCPConn) {
 		p.onReq(r, data)
 		return
 	}
-	_ = q.Post(&eq.ConnReq{Fid: p, Info: info, Data: data})
+	p.PostRequest(p, info, data)
 }
 
 // Reject rejects the request handle with private data (fi_reject): the
@@ -490,50 +394,33 @@ func (p *passiveEP) readRequest(c *net.TCPConn) {
 // 256 bytes is refused with fi.EINVAL; a handle that is not a pending
 // request of this endpoint gives fi.EINVAL.
 func (p *passiveEP) Reject(handle fi.Fid, data []byte) error {
-	if err := ep.CheckCMData(data, cmMaxDataSize); err != nil {
-		return errors.Wrap(err, "tcp: reject")
-	}
-	r, ok := handle.(*connReq)
-	if !ok || r.pep != p {
-		return errors.Wrapf(fi.EINVAL, "tcp: reject: %T is not a request of this passive endpoint", handle)
-	}
-	if err := p.backlog.Take(r); err != nil {
-		return errors.Wrap(err, "tcp: reject")
-	}
-	r.reject(data)
-	return nil
+	return p.RejectWith(handle, data, cmMaxDataSize, rejectReq)
 }
+
+// rejectReq refuses the request handle with data (Reject, CloseRequest,
+// EndClose).
+func rejectReq(h fi.Fid, data []byte) { h.(*connReq).reject(data) }
 
 // Close stops listening (fi_close): pending requests are rejected, sockets
 // whose request was not read yet are closed, and the event queue and
 // fabric are released. A second Close returns fi.EBADF.
 func (p *passiveEP) Close() error {
-	p.mu.Lock()
-	if p.closed {
-		p.mu.Unlock()
-		return errors.Wrap(fi.EBADF, "tcp: close passive endpoint: already closed")
+	err := p.BeginClose(func() {
+		if p.ln != nil {
+			p.ln.Close()
+		}
+		if p.fd >= 0 {
+			unix.Close(p.fd)
+			p.fd = -1
+		}
+		for c := range p.hs {
+			c.Close()
+		}
+	})
+	if err != nil {
+		return err
 	}
-	p.closed = true
-	if p.ln != nil {
-		p.ln.Close()
-	}
-	if p.fd >= 0 {
-		unix.Close(p.fd)
-		p.fd = -1
-	}
-	for c := range p.hs {
-		c.Close()
-	}
-	q := p.events
-	p.mu.Unlock()
 	p.wg.Wait()
-	pending, _ := p.backlog.Close()
-	for _, h := range pending {
-		h.(*connReq).reject(nil)
-	}
-	if q != nil {
-		q.Release()
-	}
-	p.fabric.ref.Release()
+	p.EndClose(rejectReq)
 	return nil
 }

@@ -108,7 +108,7 @@ func (d *domain) openRDM(info *fi.Info) (*rdmEndpoint, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := d.acquire("open endpoint"); err != nil {
+	if err := d.Acquire(kit.KindEndpoint, "open endpoint"); err != nil {
 		return nil, err
 	}
 	r := &rdmEndpoint{domain: d, info: info.Clone(), pid: uint32(os.Getpid()), rxSize: rxSize,
@@ -118,7 +118,7 @@ func (d *domain) openRDM(info *fi.Info) (*rdmEndpoint, error) {
 	}
 	ops := kit.NewOps(r, "tcp", r.info)
 	r.MsgOps, r.TaggedOps, r.RMAOps = kit.MsgOps{Ops: ops}, kit.TaggedOps{Ops: ops}, kit.RMAOps{Ops: ops}
-	r.msgInfo = d.info.Clone()
+	r.msgInfo = d.Info().Clone()
 	r.msgInfo.Handle = nil
 	r.msgInfo.SrcAddr = r.info.SrcAddr
 	r.msgInfo.DestAddr = nil
@@ -137,15 +137,15 @@ func (d *domain) openRDM(info *fi.Info) (*rdmEndpoint, error) {
 	r.mt.init()
 	p, err := d.fabric.OpenPassive(r.msgInfo)
 	if err != nil {
-		d.ref.Release()
+		d.Release(kit.KindEndpoint)
 		return nil, errors.Wrap(err, "tcp: open rdm endpoint: listener")
 	}
 	r.pep = p.(*passiveEP)
-	r.pep.onReq = r.onRequest
+	r.pep.onReq, r.pep.EQOptional = r.onRequest, true
 	// Requests are answered as they are read, by at most maxHandshakes
 	// readers at once: no backlog to refuse them from, whatever
 	// net.core.somaxconn says.
-	_ = r.pep.backlog.SetBacklog(math.MaxInt32)
+	_ = r.pep.SetBacklog(math.MaxInt32)
 	return r, nil
 }
 
@@ -249,7 +249,7 @@ func (r *rdmEndpoint) Close() error {
 	r.failRndv(nil, fi.ECANCELED)
 	r.mt.flush(r, fi.ECANCELED)
 	r.bind.Release()
-	r.domain.ref.Release()
+	r.domain.Release(kit.KindEndpoint)
 	return nil
 }
 
@@ -537,7 +537,7 @@ func (r *rdmEndpoint) dropLocked(c *endpoint) {
 // meanwhile, as C's rxm and this provider do after a reason-2 reject.
 func (r *rdmEndpoint) onRequest(req *connReq, data []byte) {
 	reject := func(reason rxmRejectReason) {
-		if err := req.pep.backlog.Take(req); err == nil {
+		if err := req.pep.Backlog.Take(req); err == nil {
 			req.reject(appendRxmReject(nil, reason))
 		}
 	}

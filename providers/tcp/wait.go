@@ -23,6 +23,10 @@ type epSet struct {
 	waiting atomic.Int32
 }
 
+// Hooks gives every queue of the provider the set's hooks (kit.Driver;
+// the fabric's EQs too: kit.Fabric.DrivenEQ).
+func (s *epSet) Hooks() (func(), kit.WaitFunc) { return s.progress, s.wait }
+
 // progress is the queue's progress hook.
 func (s *epSet) progress() {
 	for _, e := range s.Load() {

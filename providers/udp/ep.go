@@ -86,7 +86,7 @@ var (
 // FI_EP_DGRAM.
 func (d *domain) OpenEndpoint(info *fi.Info) (ep.Endpoint, error) {
 	if info == nil {
-		info = d.info
+		info = d.Info()
 	}
 	if info.EPAttr != nil && info.EPAttr.Type != fi.EPTypeUnspec && info.EPAttr.Type != fi.EPTypeDgram {
 		return nil, errors.Wrapf(fi.EINVAL, "udp: open endpoint: ep type %v not supported (offers FI_EP_DGRAM)", info.EPAttr.Type)
@@ -111,12 +111,12 @@ func (d *domain) OpenEndpoint(info *fi.Info) (ep.Endpoint, error) {
 		return nil, errors.Wrapf(fi.EINVAL, "udp: open endpoint: addr format %v not supported", f)
 	}
 	e.bind.Init(e.info)
-	if err := d.acquire("open endpoint"); err != nil {
+	if err := d.Acquire(kit.KindEndpoint, "open endpoint"); err != nil {
 		return nil, err
 	}
 	fd, err := newSocket(e.family)
 	if err != nil {
-		d.ref.Release()
+		d.Release(kit.KindEndpoint)
 		return nil, errors.Wrap(err, "udp: open endpoint")
 	}
 	e.fd = fd
@@ -214,12 +214,12 @@ func (e *endpoint) Enable() error {
 	}
 	if q, ok := b.TxCQ.(*completionQueue); ok {
 		e.txcq, e.txSel = q.CQ, b.TxSelective
-		e.sets = append(e.sets, &q.eps)
+		e.sets = append(e.sets, &q.Eps)
 	}
 	if q, ok := b.RxCQ.(*completionQueue); ok {
 		e.rxcq, e.rxSel = q.CQ, b.RxSelective
 		if b.RxCQ != b.TxCQ {
-			e.sets = append(e.sets, &q.eps)
+			e.sets = append(e.sets, &q.Eps)
 		}
 	}
 	a, err := startAuto(e)
@@ -351,7 +351,7 @@ func (e *endpoint) Close() error {
 	e.mu.Unlock()
 	_ = unix.Close(e.fd)
 	e.bind.Release()
-	e.domain.ref.Release()
+	e.domain.Release(kit.KindEndpoint)
 	return nil
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gofabric/gofabric/fi"
 	"github.com/gofabric/gofabric/internal/netif"
+	"github.com/gofabric/gofabric/kit"
 )
 
 // provName is the provider's registered name, libfabric's.
@@ -15,14 +16,6 @@ const provName = "udp"
 // provVersion is the version the C provider of libfabric 1.17 reports
 // (fi_info: "version: 117.0").
 var provVersion = fi.MakeVersion(117, 0)
-
-// Names of the entry for the wildcard source address. The C provider
-// declines a source address given to fi_getinfo; gofabric names the
-// entry after the provider, as the C tcp provider does ("tcp", "TCP-IP").
-const (
-	anyDomainName = "udp"
-	anyFabricName = "UDP-IP"
-)
 
 // Attributes of the C provider's FI_EP_DGRAM entries (libfabric 1.17,
 // fi_info -v -p udp -t FI_EP_DGRAM).
@@ -44,16 +37,12 @@ const (
 )
 
 // newEntry returns an FI_EP_DGRAM entry for an address of format f in
-// domain and fabric. A localOnly entry lacks FI_REMOTE_COMM in its caps,
-// as the C provider's entries for loopback addresses do when it lists
-// interfaces.
-func newEntry(f fi.AddrFormat, domain, fabric string, localOnly bool) *fi.Info {
-	caps := infoCaps
-	if localOnly {
-		caps &^= fi.CapRemoteComm
-	}
+// domain and fabric (netif.Offer removes FI_REMOTE_COMM from the caps of
+// loopback entries, as the C provider's lack it when it lists
+// interfaces).
+func newEntry(f fi.AddrFormat, domain, fabric string, _ bool) *fi.Info {
 	return &fi.Info{
-		Caps:       caps,
+		Caps:       infoCaps,
 		AddrFormat: f,
 		TxAttr: &fi.TxAttr{
 			Caps: txCaps, CompOrder: fi.OrderStrict,
@@ -79,15 +68,13 @@ func newEntry(f fi.AddrFormat, domain, fabric string, localOnly bool) *fi.Info {
 	}
 }
 
-// provider is the udp provider (struct fi_provider "udp").
-type provider struct{}
+// provider is the udp provider (struct fi_provider "udp"); kit.Provider
+// gives its name and version.
+type provider struct{ kit.Provider }
 
-func init() { fi.Register(provider{}) }
+func init() { fi.Register(provider{kit.Provider{ProvName: provName, ProvVersion: provVersion}}) }
 
 var _ fi.Provider = provider{}
-
-func (provider) Name() string        { return provName }
-func (provider) Version() fi.Version { return provVersion }
 
 // GetInfo returns one FI_EP_DGRAM entry per address of each interface
 // that is up (only FI_UDP_IFACE's when set), as the C provider does:
@@ -102,22 +89,20 @@ func (provider) GetInfo(ctx context.Context, node, service string, flags fi.Flag
 	if hints != nil && hints.EPAttr != nil {
 		switch hints.EPAttr.Type {
 		case fi.EPTypeRDM:
-			return nil, declined("ep type FI_EP_RDM not offered: RDM endpoints over udp (udp;ofi_rxd) are not implemented; use FI_EP_DGRAM")
+			return nil, kit.Declined(provName, "ep type FI_EP_RDM not offered: RDM endpoints over udp (udp;ofi_rxd) are not implemented; use FI_EP_DGRAM", "")
 		case fi.EPTypeMsg:
-			return nil, declined("ep type FI_EP_MSG not offered: udp has only datagram (FI_EP_DGRAM) endpoints")
+			return nil, kit.Declined(provName, "ep type FI_EP_MSG not offered: udp has only datagram (FI_EP_DGRAM) endpoints", "")
 		}
 	}
 	p := loadParams()
 	return p.offer().GetInfo(ctx, node, service, flags, hints)
 }
 
-// declined is GetInfo's ENODATA with one reason.
-func declined(reason string) error {
-	return &fi.NoMatchError{Reasons: []fi.ProviderReason{{Provider: provName, Reason: reason}}}
-}
-
 // offer is the provider's interface-based GetInfo with its parameters.
+// The C provider declines a source address given to fi_getinfo; gofabric
+// names the entry of the wildcard address after the provider, domain
+// "udp" of fabric "UDP-IP", as the C tcp provider does ("tcp", "TCP-IP").
 func (p params) offer() netif.Offer {
 	return netif.Offer{Prov: provName, IfaceVar: paramIface.Name, Iface: p.iface,
-		AnyDomain: anyDomainName, AnyFabric: anyFabricName, Entry: newEntry}
+		AnyDomain: "udp", AnyFabric: "UDP-IP", Entry: newEntry}
 }

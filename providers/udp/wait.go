@@ -10,19 +10,14 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// epSet is the set of endpoints whose progress a completion queue drives:
-// reading the queue runs progress on each of them (fi_cq_read drives the
-// data path), and a reader about to block hands them to their background
-// progress.
+// epSet is the set of endpoints whose progress a completion queue drives
+// (kit.Driver): reading the queue runs progress on each of them
+// (fi_cq_read drives the data path), and a reader about to block hands
+// them to their background progress.
 type epSet struct{ kit.Set[*endpoint] }
 
-// progress is the queue's progress hook.
-func (s *epSet) progress() {
-	for _, e := range s.Load() {
-		e.polls.Add(1)
-		e.progress()
-	}
-}
+// Hooks gives the completion queues the set's hooks (kit.Driver).
+func (s *epSet) Hooks() (func(), kit.WaitFunc) { return s.progress, s.wait }
 
 // wait is the queue's wait hook (kit.WaitFunc), called when a reader
 // found nothing and is about to block: it tells the endpoints' background
@@ -37,6 +32,14 @@ func (s *epSet) wait(ctx context.Context) error {
 	}
 	<-ctx.Done()
 	return nil
+}
+
+// progress is the queue's progress hook.
+func (s *epSet) progress() {
+	for _, e := range s.Load() {
+		e.polls.Add(1)
+		e.progress()
+	}
 }
 
 // startAuto starts the endpoint's background progress (FI_PROGRESS_AUTO,

@@ -55,18 +55,18 @@ type completions struct {
 func (c *completions) bindQueues(b *kit.Bindings) {
 	if q, ok := b.TxCQ.(*completionQueue); ok {
 		c.txcq, c.txSel = q.CQ, b.TxSelective
-		c.sets = append(c.sets, &q.eps)
+		c.sets = append(c.sets, &q.Eps)
 	}
 	if q, ok := b.RxCQ.(*completionQueue); ok {
 		c.rxcq, c.rxSel = q.CQ, b.RxSelective
 		if b.RxCQ != b.TxCQ {
-			c.sets = append(c.sets, &q.eps)
+			c.sets = append(c.sets, &q.Eps)
 		}
 	}
 	for i, f := range cntrFlag {
 		if k, ok := b.Counters[f].(*counter); ok {
 			c.cntr[i] = k.Counter
-			c.sets = append(c.sets, &k.eps)
+			c.sets = append(c.sets, &k.Eps)
 		}
 	}
 }

@@ -15,116 +15,70 @@ import (
 	"github.com/gofabric/gofabric/kit"
 )
 
-// domain is an opened verbs domain (struct fid_domain; fi_domain(3);
-// vrb_domain): one RDMA device, through the context librdmacm opened for
-// it (rdma_get_devices), and one protection domain (ibv_alloc_pd) that
-// every memory region and queue pair of the domain shares. Safe for
-// concurrent use.
-type domain struct {
-	// ref counts the CQs, counters, MRs and endpoints opened on the
-	// domain; Close returns EBUSY while any is open.
-	ref    kit.Ref
-	fabric *fabric
-	info   *fi.Info
-	dev    ctxC
-	pd     pdC
-}
-
 var (
 	_ fi.Domain        = (*domain)(nil)
-	_ eq.CQOpener      = (*domain)(nil)
 	_ eq.CounterOpener = (*domain)(nil)
 	_ fi.MRRegistrar   = (*domain)(nil)
 )
 
-// newDomain opens device info.DomainAttr.Name and allocates the domain's
+// domain is an opened verbs domain (struct fid_domain; fi_domain(3);
+// vrb_domain): one RDMA device, through the context librdmacm opened for
+// it (rdma_get_devices), and one protection domain (ibv_alloc_pd) that
+// every memory region and queue pair of the domain shares. kit.Domain
+// counts what is open on it and gives Close its fi.EBUSY rule ("verbs:
+// close domain: 1 endpoint and 2 mrs still open"). Safe for concurrent
+// use.
+type domain struct {
+	kit.Domain[epSet]
+	fabric *fabric
+	dev    ctxC
+	pd     pdC
+}
+
+// open opens the device info.DomainAttr.Name and allocates the domain's
 // protection domain (rdma_get_devices, ibv_alloc_pd).
-func newDomain(f *fabric, info *fi.Info) (*domain, error) {
-	dev, err := findContext(info.DomainAttr.Name)
+func (d *domain) open() error {
+	dev, err := findContext(d.Info().DomainAttr.Name)
 	if err != nil {
-		return nil, errors.Wrap(err, "verbs: open domain")
+		return errors.Wrap(err, "verbs: open domain")
 	}
 	pd, err := allocPD(dev)
 	if err != nil {
-		return nil, errors.Wrap(err, "verbs: open domain")
+		return errors.Wrap(err, "verbs: open domain")
 	}
-	return &domain{fabric: f, info: info.Clone(), dev: dev, pd: pd}, nil
+	d.dev, d.pd = dev, pd
+	return nil
 }
-
-// Info returns the Info the domain was opened with.
-func (d *domain) Info() *fi.Info { return d.info }
 
 // Close closes the domain (fi_close; ibv_dealloc_pd). While endpoints,
 // CQs, counters or memory regions opened on it are open it returns
-// fi.EBUSY, saying which ("verbs: close domain: 1 endpoint and 2 mrs still
-// open"); once closed, bare fi.EBADF.
-func (d *domain) Close() error {
-	if err := d.ref.BeginCloseFor("verbs: close domain", kit.KindEndpoint); err != nil {
-		return err
-	}
-	deallocPD(d.pd)
-	d.fabric.ref.ReleaseKind(kit.KindDomain)
-	return nil
-}
-
-func (d *domain) acquire(op string) error {
-	if err := d.ref.Acquire(); err != nil {
-		return errors.Wrapf(err, "verbs: %s: domain closed", op)
-	}
-	return nil
-}
-
-// OpenCQ opens a completion queue (fi_cq_open): the framework's software
-// CQ. Endpoints bound to it keep a verbs CQ each; reading the queue polls
-// them (ibv_poll_cq), and a blocking read has each endpoint's goroutine
-// wait on its completion channel (epSet.wait). The device moves the data
-// on its own (FI_PROGRESS_AUTO); completions wait in the verbs CQ until
-// read, as in C's provider.
-func (d *domain) OpenCQ(attr *eq.CQAttr) (eq.CompletionQueue, error) {
-	c, err := kit.OpenChildCQ(&d.ref, attr, "verbs")
-	if err != nil {
-		return nil, err
-	}
-	q := &completionQueue{ChildCQ: c}
-	c.SetProgress(q.eps.progress)
-	c.SetWaiter(q.eps.wait)
-	return q, nil
-}
+// fi.EBUSY, saying which; once closed, bare fi.EBADF.
+func (d *domain) Close() error { return d.CloseWith(func() { deallocPD(d.pd) }) }
 
 // OpenCounter opens a counter (fi_cntr_open): the framework's software
-// counter, progressed as OpenCQ's queues are.
-func (d *domain) OpenCounter(attr *eq.CounterAttr) (eq.Counter, error) {
-	c, err := kit.OpenChildCounter(&d.ref, attr, "verbs")
-	if err != nil {
-		return nil, err
-	}
-	k := &counter{ChildCounter: c}
-	c.SetProgress(k.eps.progress)
-	c.SetWaiter(k.eps.wait)
-	return k, nil
-}
+// counter, progressed as the domain's CQs are.
+func (d *domain) OpenCounter(attr *eq.CounterAttr) (eq.Counter, error) { return d.NewCounter(attr) }
 
-// completionQueue is a software CQ fed from its endpoints' verbs CQs.
-type completionQueue struct {
-	*kit.ChildCQ
-	eps epSet
-}
+// completionQueue is a software CQ (kit.Domain's OpenCQ) fed from its
+// endpoints' verbs CQs: each endpoint bound to it keeps a verbs CQ;
+// reading the queue polls them (ibv_poll_cq), and a blocking read has
+// each endpoint's goroutine wait on its completion channel (epSet.wait).
+// The device moves the data on its own (FI_PROGRESS_AUTO); completions
+// wait in the verbs CQ until read, as in C's provider. counter is a
+// software counter fed alike.
+type (
+	completionQueue = kit.DomainCQ[epSet]
+	counter         = kit.DomainCounter[epSet]
+)
 
-// counter is a software counter fed as completionQueue is.
-type counter struct {
-	*kit.ChildCounter
-	eps epSet
-}
-
-// epSet is the endpoints whose completions a queue or counter gets.
+// epSet is the endpoints whose completions a queue or counter gets
+// (kit.Driver); the event queue has none: the rdma_cm goroutine posts to
+// it.
 type epSet struct{ kit.Set[*endpoint] }
 
-// progress polls the endpoints' verbs CQs (ibv_poll_cq).
-func (s *epSet) progress() {
-	for _, e := range s.Load() {
-		e.progress()
-	}
-}
+// Hooks gives the completion queues and counters the set's hooks
+// (kit.Driver).
+func (s *epSet) Hooks() (func(), kit.WaitFunc) { return s.progress, s.wait }
 
 // wait is the queue's wait hook (kit.WaitFunc): it has every
 // endpoint's goroutine wait for its next completion, which it moves into
@@ -135,6 +89,13 @@ func (s *epSet) wait(ctx context.Context) error {
 	}
 	<-ctx.Done()
 	return nil
+}
+
+// progress polls the endpoints' verbs CQs (ibv_poll_cq).
+func (s *epSet) progress() {
+	for _, e := range s.Load() {
+		e.progress()
+	}
 }
 
 // memRegion is a registered application buffer (struct fid_mr;
@@ -171,8 +132,8 @@ func (d *domain) RegisterMR(attr *fi.MRAttr, flags fi.Flags) (fi.MR, error) {
 	if attr.Access&^valid != 0 {
 		return nil, errors.Wrapf(fi.EINVAL, "verbs: register mr: unknown access bits %v", attr.Access&^valid)
 	}
-	if err := d.ref.AcquireKind(kit.KindMR); err != nil {
-		return nil, errors.Wrap(err, "verbs: register mr: domain closed")
+	if err := d.Acquire(kit.KindMR, "register mr"); err != nil {
+		return nil, err
 	}
 	r := &memRegion{domain: d, buf: attr.Buf}
 	if len(attr.Buf) > 0 {
@@ -187,7 +148,7 @@ func (d *domain) RegisterMR(attr *fi.MRAttr, flags fi.Flags) (fi.MR, error) {
 		m, err := regMR(d.pd, unsafe.Pointer(&attr.Buf[0]), len(attr.Buf), access)
 		if err != nil {
 			r.pin.Unpin()
-			d.ref.ReleaseKind(kit.KindMR)
+			d.Release(kit.KindMR)
 			return nil, errors.Wrap(err, "verbs")
 		}
 		r.m = m
@@ -214,7 +175,7 @@ func (r *memRegion) Close() error {
 		err = deregMR(r.m)
 		r.pin.Unpin()
 	}
-	r.domain.ref.ReleaseKind(kit.KindMR)
+	r.domain.Release(kit.KindMR)
 	return err
 }
 
@@ -235,7 +196,7 @@ func (d *domain) srcFor(format fi.AddrFormat) (netip.AddrPort, bool) {
 	if err != nil {
 		return netip.AddrPort{}, false
 	}
-	for _, a := range addrs[d.info.DomainAttr.Name] {
+	for _, a := range addrs[d.Info().DomainAttr.Name] {
 		if format == fi.FormatSockaddrIn6 && !a.Is6() || format == fi.FormatSockaddrIn && !a.Is4() {
 			continue
 		}

@@ -78,7 +78,7 @@ var (
 // (rdma_bind_addr) and connects with Connect.
 func (d *domain) OpenEndpoint(info *fi.Info) (ep.Endpoint, error) {
 	if info == nil {
-		info = d.info
+		info = d.Info()
 	}
 	if info.EPAttr != nil && info.EPAttr.Type != fi.EPTypeUnspec && info.EPAttr.Type != fi.EPTypeMsg {
 		return nil, errors.Wrapf(fi.EINVAL, "verbs: open endpoint: ep type %v not supported (offers FI_EP_MSG)", info.EPAttr.Type)
@@ -91,7 +91,7 @@ func (d *domain) OpenEndpoint(info *fi.Info) (ep.Endpoint, error) {
 		}
 		req = r
 	}
-	if err := d.acquire("open endpoint"); err != nil {
+	if err := d.Acquire(kit.KindEndpoint, "open endpoint"); err != nil {
 		return nil, err
 	}
 	e := &endpoint{domain: d, info: info.Clone(), cm: d.fabric.cm, kick: make(chan struct{}, 1)}
@@ -108,8 +108,8 @@ func (d *domain) OpenEndpoint(info *fi.Info) (ep.Endpoint, error) {
 	e.MsgOps, e.RMAOps = kit.MsgOps{Ops: ops}, kit.RMAOps{Ops: ops}
 	e.bind.Init(e.info)
 	if req != nil {
-		if err := req.pep.backlog.Take(req); err != nil {
-			d.ref.Release()
+		if err := req.pep.Backlog.Take(req); err != nil {
+			d.Release(kit.KindEndpoint)
 			return nil, errors.Wrap(err, "verbs: open endpoint")
 		}
 		_ = e.cs.RequestReceived()
@@ -119,7 +119,7 @@ func (d *domain) OpenEndpoint(info *fi.Info) (ep.Endpoint, error) {
 	}
 	id, err := e.cm.newID(e)
 	if err != nil {
-		d.ref.Release()
+		d.Release(kit.KindEndpoint)
 		return nil, errors.Wrap(err, "verbs: open endpoint")
 	}
 	e.id = id
@@ -135,7 +135,7 @@ func (d *domain) OpenEndpoint(info *fi.Info) (ep.Endpoint, error) {
 	if ok {
 		if err := bindAddr(id, src); err != nil {
 			e.cm.destroy(id)
-			d.ref.Release()
+			d.Release(kit.KindEndpoint)
 			return nil, errors.Wrap(err, "verbs: open endpoint: source address")
 		}
 	}
@@ -480,6 +480,6 @@ func (e *endpoint) Close() error {
 		s.Remove(e)
 	}
 	e.bind.Release()
-	e.domain.ref.Release()
+	e.domain.Release(kit.KindEndpoint)
 	return nil
 }

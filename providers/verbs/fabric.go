@@ -3,11 +3,11 @@
 package verbs
 
 import (
+	"slices"
 	"sync"
 	"syscall"
 
 	"github.com/cockroachdb/errors"
-	"github.com/gofabric/gofabric/eq"
 	"github.com/gofabric/gofabric/fi"
 	"github.com/gofabric/gofabric/kit"
 )
@@ -15,100 +15,65 @@ import (
 // fabric is an opened verbs fabric (struct fid_fabric; fi_fabric(3);
 // vrb_fabric). It owns one rdma_cm event channel (vrb_eq's channel in
 // C, here per fabric), served by one goroutine parked in the netpoller,
-// which hands each event to the endpoint owning its id. Safe for
+// which hands each event to the endpoint owning its id. kit.Fabric counts
+// the domains, event queues and passive endpoints opened on it, gives
+// Close its fi.EBUSY rule ("verbs: close fabric: 1 domain still open")
+// and opens its event queues, which the rdma_cm goroutine writes. Safe for
 // concurrent use.
 type fabric struct {
-	// ref counts the domains, event queues and passive endpoints opened
-	// on the fabric; Close returns EBUSY while any is open.
-	ref  kit.Ref
-	attr fi.FabricAttr
-	cm   *cmDispatch
+	kit.Fabric[epSet]
+	cm *cmDispatch
 }
 
-var (
-	_ fi.Fabric   = (*fabric)(nil)
-	_ eq.EQOpener = (*fabric)(nil)
-)
+var _ fi.Fabric = (*fabric)(nil)
 
 // OpenFabric opens a fabric (fi_fabric) and its rdma_cm event channel
 // (rdma_create_event_channel).
 func (provider) OpenFabric(attr *fi.FabricAttr) (fi.Fabric, error) {
-	if attr == nil {
-		return nil, errors.Wrap(fi.EINVAL, "verbs: open fabric: nil attributes")
+	f := new(fabric)
+	if err := f.Init(provName, provVersion, attr, fi.EPTypeMsg); err != nil {
+		return nil, err
 	}
 	entries, err := msgEntries()
 	if err != nil || len(entries) == 0 {
 		reason, hint := offer()
 		return nil, errors.WithHint(errors.Wrapf(fi.ENODATA, "verbs: open fabric: %s", reason), hint)
 	}
-	known := false
-	for _, e := range entries {
-		known = known || e.FabricAttr.Name == attr.Name
-	}
-	if !known {
+	if !slices.ContainsFunc(entries, func(e *fi.Info) bool { return e.FabricAttr.Name == attr.Name }) {
 		return nil, errors.Wrapf(fi.ENODATA, "verbs: open fabric: no fabric %q (the fabrics are the subnets of the active ports, e.g. %q)",
 			attr.Name, entries[0].FabricAttr.Name)
 	}
-	d, err := newCMDispatch()
-	if err != nil {
+	if f.cm, err = newCMDispatch(); err != nil {
 		return nil, err
-	}
-	f := &fabric{attr: *attr, cm: d}
-	f.attr.Fabric = nil
-	f.attr.ProvName, f.attr.ProvVersion = provName, provVersion
-	if f.attr.APIVersion == 0 {
-		f.attr.APIVersion = fi.APIVersion
 	}
 	return f, nil
 }
 
 // Close closes the fabric (fi_close) and its event channel
 // (rdma_destroy_event_channel). While domains, passive endpoints or event
-// queues opened on it are open it returns fi.EBUSY, saying which ("verbs:
-// close fabric: 1 domain still open"); once closed, bare fi.EBADF.
-func (f *fabric) Close() error {
-	if err := f.ref.BeginCloseFor("verbs: close fabric", kit.KindPassiveEndpoint); err != nil {
-		return err
-	}
-	f.cm.close()
-	return nil
-}
+// queues opened on it are open it returns fi.EBUSY, saying which; once
+// closed, bare fi.EBADF.
+func (f *fabric) Close() error { return f.CloseWith(f.cm.close) }
 
 // OpenDomain opens a domain of the fabric (fi_domain; vrb_domain) for
 // info, an entry GetInfo returned: the device info.DomainAttr.Name.
 func (f *fabric) OpenDomain(info *fi.Info) (fi.Domain, error) {
-	if info == nil || info.DomainAttr == nil || info.DomainAttr.Name == "" {
+	if info != nil && info.DomainAttr != nil && info.DomainAttr.Name == "" {
 		return nil, errors.Wrap(fi.EINVAL, "verbs: open domain: info names no device (DomainAttr.Name)")
 	}
-	if t := info.EPAttr; t != nil && t.Type != fi.EPTypeUnspec && t.Type != fi.EPTypeMsg {
-		return nil, errors.Wrapf(fi.EINVAL, "verbs: open domain: ep type %v not supported (offers FI_EP_MSG)", t.Type)
+	d := &domain{fabric: f}
+	if err := d.Init(&f.Fabric, info, nil); err != nil {
+		return nil, err
 	}
-	if err := f.ref.AcquireKind(kit.KindDomain); err != nil {
-		return nil, errors.Wrap(err, "verbs: open domain: fabric closed")
-	}
-	d, err := newDomain(f, info)
-	if err != nil {
-		f.ref.ReleaseKind(kit.KindDomain)
+	if err := d.open(); err != nil {
+		_ = d.Domain.Close()
 		return nil, err
 	}
 	return d, nil
 }
 
-// OpenEQ opens an event queue (fi_eq_open): the framework's software EQ,
-// written by the fabric's rdma_cm goroutine; it holds a reference on the
-// fabric until it closes.
-func (f *fabric) OpenEQ(attr *eq.Attr) (eq.EventQueue, error) {
-	q, err := kit.OpenChildEQ(&f.ref, attr, "verbs")
-	if err != nil {
-		return nil, err
-	}
-	return &eventQueue{ChildEQ: q}, nil
-}
-
 // eventQueue is the fabric's EQ.
-type eventQueue struct {
-	*kit.ChildEQ
-}
+type eventQueue = kit.FabricEQ[epSet]
 
 // cmHandler is an owner of rdma_cm ids: a passive endpoint, a pending
 // connection request or an active endpoint.

@@ -2,6 +2,7 @@ package verbs
 
 import (
 	"github.com/gofabric/gofabric/fi"
+	"github.com/gofabric/gofabric/kit"
 )
 
 // provName is the provider's registered name, libfabric's.
@@ -11,21 +12,14 @@ const provName = "verbs"
 // (fi_info: "version: 117.0").
 var provVersion = fi.MakeVersion(117, 0)
 
-// provider is the verbs provider (struct fi_provider "verbs").
-type provider struct{}
+// provider is the verbs provider (struct fi_provider "verbs"); kit.Provider
+// gives its name, "verbs", and the C provider's version, 117.0.
+type provider struct{ kit.Provider }
 
-func init() { fi.Register(provider{}) }
+func init() { fi.Register(provider{kit.Provider{ProvName: provName, ProvVersion: provVersion}}) }
 
 var _ fi.Provider = provider{}
 
-// Name returns "verbs".
-func (provider) Name() string { return provName }
-
-// Version returns the C provider's version, 117.0.
-func (provider) Version() fi.Version { return provVersion }
-
 // declined is GetInfo's ENODATA with one reason and the advice, if any,
 // that goes with it.
-func declined(reason, hint string) error {
-	return &fi.NoMatchError{Reasons: []fi.ProviderReason{{Provider: provName, Reason: reason, Hint: hint}}}
-}
+func declined(reason, hint string) error { return kit.Declined(provName, reason, hint) }

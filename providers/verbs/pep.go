@@ -3,13 +3,12 @@
 package verbs
 
 import (
-	"net/netip"
 	"sync"
 
 	"github.com/cockroachdb/errors"
 	"github.com/gofabric/gofabric/ep"
-	"github.com/gofabric/gofabric/eq"
 	"github.com/gofabric/gofabric/fi"
+	"github.com/gofabric/gofabric/kit"
 )
 
 // listenBacklog is rdma_listen's backlog; the application-level backlog
@@ -46,20 +45,16 @@ func cmPayload(raw []byte) []byte {
 }
 
 // passiveEP is a listening endpoint (struct fid_pep; fi_passive_ep,
-// fi_listen, fi_reject; vrb_pep): an rdma_cm id bound when it opens (so
-// that Name gives the port before Listen), listening from Listen on.
-// Each CONNECT_REQUEST becomes an eq.ConnReq event whose Info.Handle is
-// a *connReq holding the request's new id. Safe for concurrent use.
+// fi_listen, fi_reject; vrb_pep) on kit.Passive, which binds its event
+// queue, keeps its backlog and gives it its close rule: an rdma_cm id
+// bound when it opens (so that Name gives the port before Listen),
+// listening from Listen on. Each CONNECT_REQUEST becomes an eq.ConnReq
+// event whose Info.Handle is a *connReq holding the request's new id.
+// Safe for concurrent use.
 type passiveEP struct {
-	fabric  *fabric
-	info    *fi.Info
-	backlog ep.Backlog
-
-	mu        sync.Mutex // guards the fields below
-	id        cmIDC
-	events    *eventQueue
-	listening bool
-	closed    bool
+	kit.Passive[epSet]
+	fabric *fabric
+	id     cmIDC // guarded by Passive.Mu
 }
 
 var (
@@ -72,33 +67,25 @@ var (
 // rdma_bind_addr) bound to info's source address, or to the wildcard
 // address of info's format; port 0 lets rdma_cm pick one.
 func (f *fabric) OpenPassive(info *fi.Info) (ep.PassiveEndpoint, error) {
-	if info.EPAttr != nil && info.EPAttr.Type != fi.EPTypeUnspec && info.EPAttr.Type != fi.EPTypeMsg {
-		return nil, errors.Wrapf(fi.EINVAL, "verbs: open passive endpoint: ep type %v not supported (offers FI_EP_MSG)", info.EPAttr.Type)
-	}
-	ap := netip.AddrPortFrom(netip.IPv4Unspecified(), 0)
-	if info.AddrFormat == fi.FormatSockaddrIn6 {
-		ap = netip.AddrPortFrom(netip.IPv6Unspecified(), 0)
-	}
-	if info.SrcAddr != nil {
-		var err error
-		if ap, _, err = fi.AddrPortFromSockaddr(info.SrcAddr); err != nil {
-			return nil, errors.Wrap(err, "verbs: open passive endpoint: source address")
-		}
-	}
-	if err := f.ref.Acquire(); err != nil {
-		return nil, errors.Wrap(err, "verbs: open passive endpoint: fabric closed")
-	}
-	p := &passiveEP{fabric: f, info: info.Clone()}
-	if err := p.bindTo(ap); err != nil {
-		f.ref.Release()
+	p := &passiveEP{fabric: f}
+	if err := p.Init(&f.Fabric, info, p.bindTo); err != nil {
 		return nil, err
 	}
 	return p, nil
 }
 
-// bindTo replaces the endpoint's id by one bound to ap (rdma_create_id,
-// rdma_bind_addr). Called with mu held or before the endpoint is shared.
-func (p *passiveEP) bindTo(ap netip.AddrPort) error {
+// SetName rebinds the endpoint to addr (fi_setname) before Listen: a new
+// id, as an rdma_cm id binds once.
+func (p *passiveEP) SetName(addr []byte) error { return p.SetNameWith(addr, p.bindTo) }
+
+// bindTo replaces the endpoint's id by one bound to addr, a sockaddr
+// (rdma_create_id, rdma_bind_addr). Called with Mu held or before the
+// endpoint is shared.
+func (p *passiveEP) bindTo(addr []byte) error {
+	ap, _, err := fi.AddrPortFromSockaddr(addr)
+	if err != nil {
+		return errors.Wrap(err, "verbs: passive endpoint: address")
+	}
 	id, err := p.fabric.cm.newID(p)
 	if err != nil {
 		return errors.Wrap(err, "verbs: passive endpoint")
@@ -114,56 +101,6 @@ func (p *passiveEP) bindTo(ap netip.AddrPort) error {
 	return nil
 }
 
-// Info returns the Info the passive endpoint was opened with.
-func (p *passiveEP) Info() *fi.Info { return p.info }
-
-// Bind binds the event queue that gets the connection requests
-// (fi_pep_bind); flags must be 0 and the queue this provider's.
-func (p *passiveEP) Bind(q eq.EventQueue, flags fi.Flags) error {
-	if flags != 0 {
-		return errors.Wrapf(fi.EBADFLAGS, "verbs: passive endpoint: bind: flags %v", flags)
-	}
-	eqq, ok := q.(*eventQueue)
-	if !ok {
-		return errors.Wrapf(fi.EINVAL, "verbs: passive endpoint: bind: %T is not a verbs event queue", q)
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	switch {
-	case p.closed:
-		return errors.Wrap(fi.EBADF, "verbs: passive endpoint: bind: closed")
-	case p.events != nil:
-		return errors.Wrap(fi.EINVAL, "verbs: passive endpoint: bind: an event queue is already bound")
-	}
-	if err := eqq.Acquire(); err != nil {
-		return errors.Wrap(err, "verbs: passive endpoint: bind")
-	}
-	p.events = eqq
-	return nil
-}
-
-// SetBacklog sets how many requests may wait for Accept or Reject
-// (fi_control FI_BACKLOG); more are rejected.
-func (p *passiveEP) SetBacklog(n int) error { return p.backlog.SetBacklog(n) }
-
-// SetName rebinds the endpoint to addr (fi_setname) before Listen: a new
-// id, as an rdma_cm id binds once.
-func (p *passiveEP) SetName(addr []byte) error {
-	ap, _, err := fi.AddrPortFromSockaddr(addr)
-	if err != nil {
-		return errors.Wrap(err, "verbs: passive endpoint: setname")
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	switch {
-	case p.closed:
-		return errors.Wrap(fi.EBADF, "verbs: passive endpoint: setname: closed")
-	case p.listening:
-		return errors.Wrap(fi.EOPBADSTATE, "verbs: passive endpoint: setname: already listening")
-	}
-	return p.bindTo(ap)
-}
-
 // CMDataSize is the most private data a connection request to this
 // passive endpoint, and its accept or reject, carry
 // (fi_getopt(FI_OPT_CM_DATA_SIZE) on a passive endpoint): 55 bytes, as its endpoints.
@@ -172,43 +109,16 @@ func (p *passiveEP) CMDataSize() int { return cmMaxDataSize }
 // Name copies the bound address into buf (fi_getname;
 // rdma_get_local_addr), with the ETOOSMALL rule of ep.Namer.
 func (p *passiveEP) Name(buf []byte) (int, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
-		return 0, errors.Wrap(fi.EBADF, "verbs: passive endpoint: getname: closed")
-	}
-	return copyName(buf, idAddr(p.id, false))
+	return p.NameWith(buf, func() []byte { return idAddr(p.id, false) })
 }
 
-// copyName copies name into buf: its length, with bare fi.ETOOSMALL and
-// a truncated copy when buf is too small.
-func copyName(buf, name []byte) (int, error) {
-	n := copy(buf, name)
-	if n < len(name) {
-		return len(name), fi.ETOOSMALL
-	}
-	return len(name), nil
-}
+// copyName copies name into buf with fi_getname's rule (kit.CopyName).
+func copyName(buf, name []byte) (int, error) { return kit.CopyName(buf, name) }
 
 // Listen starts listening (fi_listen; rdma_listen): it needs a bound event
 // queue (fi.ENOEQ) and may be called once (fi.EOPBADSTATE after).
 func (p *passiveEP) Listen() error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
-		return errors.Wrap(fi.EBADF, "verbs: listen: closed")
-	}
-	if p.events == nil {
-		return errors.Wrap(fi.ENOEQ, "verbs: listen: no event queue bound")
-	}
-	if err := p.backlog.Listen(); err != nil {
-		return errors.Wrap(err, "verbs: listen")
-	}
-	if err := listen(p.id, listenBacklog); err != nil {
-		return err
-	}
-	p.listening = true
-	return nil
+	return p.ListenWith(func() error { return listen(p.id, listenBacklog) })
 }
 
 // cmEvent takes the listening id's events: a CONNECT_REQUEST becomes a
@@ -221,28 +131,16 @@ func (p *passiveEP) cmEvent(ev cmEventC) {
 	d := p.fabric.cm
 	r := &connReq{pep: p, cm: d, id: ev.id}
 	d.setOwner(ev.id, r)
-	p.mu.Lock()
-	err := errors.Wrap(fi.EBADF, "verbs: passive endpoint closed")
-	if !p.closed {
-		err = p.backlog.Add(r)
-	}
-	q := p.events
-	p.mu.Unlock()
+	p.Mu.Lock()
+	err := p.AddRequestLocked(r)
+	p.Mu.Unlock()
 	if err != nil {
 		fi.Logger(provName).Debug("verbs: refused a connection request", "err", err)
 		r.reject(nil)
 		return
 	}
-	info := p.info.Clone()
-	info.Handle = r
-	info.SrcAddr = idAddr(ev.id, false)
-	info.DestAddr = idAddr(ev.id, true)
-	if len(info.SrcAddr) > 16 {
-		info.AddrFormat = fi.FormatSockaddrIn6
-	} else if info.SrcAddr != nil {
-		info.AddrFormat = fi.FormatSockaddrIn
-	}
-	_ = q.Post(&eq.ConnReq{Fid: p, Info: info, Data: cmPayload(ev.data)})
+	info := p.RequestInfo(r, idAddr(ev.id, false), idAddr(ev.id, true))
+	p.PostRequest(p, info, cmPayload(ev.data))
 }
 
 // Reject rejects the request handle with private data (fi_reject;
@@ -250,42 +148,25 @@ func (p *passiveEP) cmEvent(ev cmEventC) {
 // and data. Data over CMDataSize is refused with fi.EINVAL; a handle that
 // is not a pending request of this endpoint gives fi.EINVAL.
 func (p *passiveEP) Reject(handle fi.Fid, data []byte) error {
-	if err := ep.CheckCMData(data, cmMaxDataSize); err != nil {
-		return errors.Wrap(err, "verbs: reject")
-	}
-	r, ok := handle.(*connReq)
-	if !ok || r.pep != p {
-		return errors.Wrapf(fi.EINVAL, "verbs: reject: %T is not a request of this passive endpoint", handle)
-	}
-	if err := p.backlog.Take(r); err != nil {
-		return errors.Wrap(err, "verbs: reject")
-	}
-	r.reject(data)
-	return nil
+	return p.RejectWith(handle, data, cmMaxDataSize, rejectReq)
 }
+
+// rejectReq refuses the request handle with data (Reject, CloseRequest,
+// EndClose).
+func rejectReq(h fi.Fid, data []byte) { h.(*connReq).reject(data) }
 
 // Close stops listening (fi_close; rdma_destroy_id): pending requests are
 // rejected, and the event queue and fabric are released. A second Close
 // returns fi.EBADF. Connections accepted from it live on.
 func (p *passiveEP) Close() error {
-	p.mu.Lock()
-	if p.closed {
-		p.mu.Unlock()
-		return errors.Wrap(fi.EBADF, "verbs: close passive endpoint: already closed")
+	err := p.BeginClose(func() {
+		p.fabric.cm.destroy(p.id)
+		p.id = nil
+	})
+	if err != nil {
+		return err
 	}
-	p.closed = true
-	p.fabric.cm.destroy(p.id)
-	p.id = nil
-	q := p.events
-	p.mu.Unlock()
-	pending, _ := p.backlog.Close()
-	for _, h := range pending {
-		h.(*connReq).reject(nil)
-	}
-	if q != nil {
-		q.Release()
-	}
-	p.fabric.ref.Release()
+	p.EndClose(rejectReq)
 	return nil
 }
 
@@ -303,13 +184,7 @@ type connReq struct {
 func (r *connReq) cmEvent(cmEventC) {}
 
 // Close rejects the request without data, as Reject(handle, nil) does.
-func (r *connReq) Close() error {
-	if err := r.pep.backlog.Take(r); err != nil {
-		return errors.Wrap(err, "verbs: close connection request")
-	}
-	r.reject(nil)
-	return nil
-}
+func (r *connReq) Close() error { return r.pep.CloseRequest(r, rejectReq) }
 
 // reject rejects the request with data and destroys its id (rdma_reject,
 // rdma_destroy_id).
