@@ -96,6 +96,17 @@ CGO_ENABLED=0 go build ./...
 step "go test $race -shuffle=on ./..."
 go test $race -shuffle=on -timeout 20m ./...
 
+step "examples/loopback: a provider in its own module, from the public kit only"
+# Its own module (a replace of ../..), which the root's ./... does not
+# reach; its tests run the conformance suite and prove with go list that
+# it links no internal package.
+(
+	cd examples/loopback
+	go vet ./...
+	staticcheck ./...
+	go test $race -shuffle=on -count=1 ./...
+)
+
 step "verbs provider: build tag, and its tests in the Soft-RoCE VM"
 # The verbs implementation needs cgo and rdma-core's headers (build tag
 # verbs); its tests need an RDMA device, which these hosts get only inside
