@@ -213,3 +213,37 @@ func (b *Bindings) Release() {
 		r.Release()
 	}
 }
+
+// BindOwn is a provider endpoint's fi_ep_bind (C's ofi_ep_bind_valid and
+// util_ep's bind): obj must be an object the provider's own fabric and
+// domain opened (FabricEQ[S], DomainCQ[S], DomainCounter[S],
+// DomainAV[S]), an address vector only on an unconnected endpoint, and
+// the endpoint still open (closed false); then b.Bind checks and records
+// the binding. The errors name prov: fi.EINVAL for a nil, foreign or
+// misplaced object, fi.EBADF once closed.
+func BindOwn[S any](b *Bindings, prov string, closed bool, obj fi.Fid, flags fi.Flags) error {
+	if obj == nil {
+		return errors.Wrapf(fi.EINVAL, "%s: bind: nil object", prov)
+	}
+	if _, ok := obj.(fi.AV); ok && b.epType == fi.EPTypeMsg {
+		return errors.Wrapf(fi.EINVAL, "%s: bind: connected (FI_EP_MSG) endpoints take no address vector", prov)
+	}
+	switch obj.(type) {
+	case *FabricEQ[S], *DomainCQ[S], *DomainCounter[S], *DomainAV[S]:
+	default:
+		return errors.Wrapf(fi.EINVAL, "%s: bind: %T is not an event queue, completion queue, counter or address vector of this provider", prov, obj)
+	}
+	if closed {
+		return errors.Wrapf(fi.EBADF, "%s: bind: endpoint closed", prov)
+	}
+	return b.Bind(obj, flags)
+}
+
+// CheckEnableOpen is a provider endpoint's fi_enable check: fi.EBADF
+// naming prov once the endpoint is closed, else CheckEnable.
+func (b *Bindings) CheckEnableOpen(prov string, closed bool) error {
+	if closed {
+		return errors.Wrapf(fi.EBADF, "%s: enable: endpoint closed", prov)
+	}
+	return b.CheckEnable()
+}

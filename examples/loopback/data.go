@@ -60,7 +60,7 @@ func (x *endpoint) PostRx(op kit.Op) error {
 	case !x.enabled:
 		return fi.EOPBADSTATE
 	}
-	r.report = !x.rxSel || op.Flags&fi.FlagCompletion != 0
+	r.report = !x.RxSel || op.Flags&fi.FlagCompletion != 0
 	// At most one of inbox and recvs holds anything: a message waits
 	// only while no receive is posted, and a receive only while no
 	// message waits. Both are FIFOs, so each sender's messages arrive in
@@ -112,7 +112,7 @@ func (x *endpoint) PostTx(op kit.Op) error {
 	if err != nil {
 		return err
 	}
-	m.report = !op.Inject && (!x.txSel || op.Flags&fi.FlagCompletion != 0)
+	m.report = !op.Inject && (!x.TxSel || op.Flags&fi.FlagCompletion != 0)
 	if to.recvs.len() > 0 {
 		r := to.recvs.front()
 		deliver(&m, to, r)
@@ -185,19 +185,19 @@ func deliver(m *message, to *endpoint, r *recv) {
 		if to.av != nil && to.info.Caps&fi.CapSource != 0 {
 			src = to.av.Find(m.from.name)
 		}
-		if to.rxcq != nil && r.report {
-			_ = to.rxcq.CompleteOverflow(eq.Completion{Context: r.ctx, Flags: flags, Len: placed, Data: data}, src)
+		if to.RxCQ != nil && r.report {
+			_ = to.RxCQ.CompleteOverflow(eq.Completion{Context: r.ctx, Flags: flags, Len: placed, Data: data}, src)
 		}
-		if to.rxCntr != nil {
-			_ = to.rxCntr.Add(1)
+		if to.Cntr[kit.CntrRecv] != nil {
+			_ = to.Cntr[kit.CntrRecv].Add(1)
 		}
 	}
 	from := m.from
-	if from.txcq != nil && m.report {
-		_ = from.txcq.CompleteOverflow(eq.Completion{Context: m.ctx, Flags: sendFlags}, fi.AddrUnspec)
+	if from.TxCQ != nil && m.report {
+		_ = from.TxCQ.CompleteOverflow(eq.Completion{Context: m.ctx, Flags: sendFlags}, fi.AddrUnspec)
 	}
-	if from.txCntr != nil {
-		_ = from.txCntr.Add(1)
+	if from.Cntr[kit.CntrSend] != nil {
+		_ = from.Cntr[kit.CntrSend].Add(1)
 	}
 }
 
@@ -219,21 +219,21 @@ func scatter(dst, src [][]byte) int {
 
 // rxFailed reports a receive that ended in error; wire.mu is held.
 func (x *endpoint) rxFailed(e *eq.CQError) {
-	if x.rxcq != nil {
-		_ = x.rxcq.CompleteErr(e)
+	if x.RxCQ != nil {
+		_ = x.RxCQ.CompleteErr(e)
 	}
-	if x.rxCntr != nil {
-		_ = x.rxCntr.AddErr(1)
+	if x.Cntr[kit.CntrRecv] != nil {
+		_ = x.Cntr[kit.CntrRecv].AddErr(1)
 	}
 }
 
 // txFailed reports a send that ended in error; wire.mu is held.
 func (x *endpoint) txFailed(m *message, code fi.Errno) {
-	if x.txcq != nil && !m.inject {
-		_ = x.txcq.CompleteErr(&eq.CQError{Context: m.ctx, Flags: sendFlags, Err: code})
+	if x.TxCQ != nil && !m.inject {
+		_ = x.TxCQ.CompleteErr(&eq.CQError{Context: m.ctx, Flags: sendFlags, Err: code})
 	}
-	if x.txCntr != nil {
-		_ = x.txCntr.AddErr(1)
+	if x.Cntr[kit.CntrSend] != nil {
+		_ = x.Cntr[kit.CntrSend].AddErr(1)
 	}
 }
 

@@ -33,12 +33,13 @@ var (
 // hooks.
 type epSet struct{}
 
-// The provider's own queues and AV, the only ones its endpoints bind.
+// The provider's own event queue and AV as its endpoints use them; its
+// CQs and counters are kit.DomainCQ[epSet] and kit.DomainCounter[epSet],
+// which kit.Completions resolves. kit.BindOwn binds these four and no
+// others.
 type (
-	eventQueue      = kit.FabricEQ[epSet]
-	completionQueue = kit.DomainCQ[epSet]
-	counter         = kit.DomainCounter[epSet]
-	addressVector   = kit.DomainAV[epSet]
+	eventQueue    = kit.FabricEQ[epSet]
+	addressVector = kit.DomainAV[epSet]
 )
 
 // OpenCounter opens a completion counter (fi_cntr_open).

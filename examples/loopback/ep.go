@@ -40,12 +40,10 @@ type endpoint struct {
 	// bindings: the queues and counters to complete to (nil where none
 	// is bound), whether the CQs report only operations with
 	// FI_COMPLETION (FI_SELECTIVE_COMPLETION), and the AV.
-	enabled        bool
-	eq             *eventQueue
-	txcq, rxcq     *completionQueue
-	txSel, rxSel   bool
-	txCntr, rxCntr eq.Counter
-	av             *addressVector
+	enabled bool
+	eq      *eventQueue
+	kit.Completions[epSet]
+	av *addressVector
 	// recvs are the posted receives no message has matched yet, at most
 	// rx_attr.size.
 	recvs ring[recv]
@@ -104,13 +102,17 @@ func (x *endpoint) Info() *fi.Info { return x.info }
 
 // Bind binds an event queue, completion queue, counter or address vector
 // (fi_ep_bind), with kit.Bindings' checks. Objects of another provider
-// give fi.EINVAL: completions are written into the kit's queues.
+// give fi.EINVAL (kit.BindOwn): completions are written into the kit's
+// queues.
 func (x *endpoint) Bind(obj fi.Fid, flags fi.Flags) error {
-	switch obj.(type) {
-	case *eventQueue, *completionQueue, *counter, *addressVector:
-		return x.b.Bind(obj, flags)
-	}
-	return errors.Wrapf(fi.EINVAL, "%s: bind: %T is not an object of this provider", provName, obj)
+	return kit.BindOwn[epSet](&x.b, provName, x.isClosed(), obj, flags)
+}
+
+// isClosed reports whether Close has run.
+func (x *endpoint) isClosed() bool {
+	wire.mu.Lock()
+	defer wire.mu.Unlock()
+	return x.closed
 }
 
 // Enable enables the endpoint (fi_enable) once kit.Bindings finds what it
@@ -127,10 +129,7 @@ func (x *endpoint) Enable() error {
 	}
 	b := &x.b
 	x.eq, _ = b.EQ.(*eventQueue)
-	x.txcq, _ = b.TxCQ.(*completionQueue)
-	x.rxcq, _ = b.RxCQ.(*completionQueue)
-	x.txSel, x.rxSel = b.TxSelective, b.RxSelective
-	x.txCntr, x.rxCntr = b.Counters[fi.FlagSend], b.Counters[fi.FlagRecv]
+	x.Resolve(b)
 	x.av, _ = b.AV.(*addressVector)
 	x.enabled = true
 	return nil

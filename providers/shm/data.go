@@ -60,18 +60,18 @@ func (e *endpoint) post(a *txArgs, kind txKind) error {
 		return errors.Wrapf(fi.EINVAL, "shm: inject of %d bytes, the inject size is %d", size, injectSize)
 	}
 	var cqFlags fi.Flags
-	cnt := cntSend
+	cnt := kit.CntrSend
 	switch kind {
 	case txSend:
 		cqFlags = fi.FlagSend | fi.FlagMsg
 	case txTSend:
 		cqFlags = fi.FlagSend | fi.FlagTagged
 	case txWrite:
-		cqFlags, cnt = fi.FlagRMA|fi.FlagWrite, cntWrite
+		cqFlags, cnt = fi.FlagRMA|fi.FlagWrite, kit.CntrWrite
 	case txRead:
-		cqFlags, cnt = fi.FlagRMA|fi.FlagRead, cntRead
+		cqFlags, cnt = fi.FlagRMA|fi.FlagRead, kit.CntrRead
 	}
-	report := !a.inject && (!e.txSel || a.flags&fi.FlagCompletion != 0)
+	report := !a.inject && (!e.TxSel || a.flags&fi.FlagCompletion != 0)
 	cqData := a.flags&fi.FlagRemoteCQData != 0
 	// FI_DELIVERY_COMPLETE: the send completes once the target has the
 	// message in a receive buffer, which it says with an answer. The
@@ -112,7 +112,7 @@ func (e *endpoint) post(a *txArgs, kind txKind) error {
 		e.ringPeer(p)
 		if !a.inject {
 			e.completeTx(a.ctx, cqFlags, report, cnt)
-		} else if c := e.cntr[cnt]; c != nil {
+		} else if c := e.Cntr[cnt]; c != nil {
 			_ = c.Add(1)
 		}
 		return nil
@@ -187,7 +187,7 @@ func (e *endpoint) recv(iov [][]byte, src fi.Addr, ctx any, tagged bool, tag, ig
 		return fi.EOPBADSTATE
 	}
 	r := rxEntry{ctx: ctx, src: src, tagged: tagged, tag: tag, ignore: ignore,
-		report: !e.rxSel || flags&fi.FlagCompletion != 0}
+		report: !e.RxSel || flags&fi.FlagCompletion != 0}
 	r.niov = copy(r.iov[:], iov)
 	for _, b := range iov {
 		r.size += len(b)

@@ -21,13 +21,10 @@ type domain struct {
 	mrs *kit.MRTable
 }
 
-// addrVector, completionQueue and counter are the domain's AVs, CQs and
-// counters; the queues drive the progress of the endpoints in their Eps.
-type (
-	addrVector      = kit.DomainAV[epSet]
-	completionQueue = kit.DomainCQ[epSet]
-	counter         = kit.DomainCounter[epSet]
-)
+// addrVector is the domain's AV. Its CQs and counters are
+// kit.DomainCQ[epSet] and kit.DomainCounter[epSet], which drive the
+// progress of the endpoints in their Eps (kit.Completions).
+type addrVector = kit.DomainAV[epSet]
 
 // OpenAV opens an address vector (fi_av_open) of FI_ADDR_STR endpoint
 // names; FI_AV_MAP and FI_AV_TABLE both give dense indexes.

@@ -74,29 +74,13 @@ type endpoint struct {
 	probe *[2]uint64
 
 	// Fixed at Enable.
-	av           *kit.AV
-	txcq, rxcq   *kit.CQ
-	txSel, rxSel bool
-	cntr         [nCntr]*kit.Counter
-	sets         []*epSet
+	av *kit.AV
+	kit.Completions[epSet]
 
 	// mu guards the data path: the state in dataPath.
 	mu sync.Mutex
 	dp dataPath
 }
-
-// Counter slots.
-const (
-	cntSend = iota
-	cntRecv
-	cntRead
-	cntWrite
-	cntRemoteRead
-	cntRemoteWrite
-	nCntr
-)
-
-var cntrFlag = [nCntr]fi.Flags{fi.FlagSend, fi.FlagRecv, fi.FlagRead, fi.FlagWrite, fi.FlagRemoteRead, fi.FlagRemoteWrite}
 
 var (
 	_ ep.Endpoint = (*endpoint)(nil)
@@ -253,26 +237,13 @@ func (e *endpoint) SetName(addr []byte) error {
 // Bind binds an AV, completion queue or counter of this provider
 // (fi_ep_bind).
 func (e *endpoint) Bind(obj fi.Fid, flags fi.Flags) error {
-	switch obj.(type) {
-	case *addrVector, *completionQueue, *counter, *eventQueue:
-	case nil:
-		return errors.Wrap(fi.EINVAL, "shm: bind: nil object")
-	default:
-		return errors.Wrapf(fi.EINVAL, "shm: bind: %T is not an shm AV, completion queue, counter or event queue", obj)
-	}
-	if e.closed.Load() {
-		return errors.Wrap(fi.EBADF, "shm: bind: endpoint closed")
-	}
-	return e.bind.Bind(obj, flags)
+	return kit.BindOwn[epSet](&e.bind, "shm", e.closed.Load(), obj, flags)
 }
 
 // Enable checks the bindings (fi_enable: an AV and a CQ or counter per
 // direction) and attaches the endpoint to its queues.
 func (e *endpoint) Enable() error {
-	if e.closed.Load() {
-		return errors.Wrap(fi.EBADF, "shm: enable: endpoint closed")
-	}
-	if err := e.bind.CheckEnable(); err != nil {
+	if err := e.bind.CheckEnableOpen("shm", e.closed.Load()); err != nil {
 		return err
 	}
 	e.nameMu.Lock()
@@ -282,39 +253,14 @@ func (e *endpoint) Enable() error {
 	}
 	b := &e.bind
 	e.av = b.AV.(*addrVector).AV
-	if q, ok := b.TxCQ.(*completionQueue); ok {
-		e.txcq, e.txSel = q.CQ, b.TxSelective
-		e.sets = append(e.sets, &q.Eps)
-	}
-	if q, ok := b.RxCQ.(*completionQueue); ok {
-		e.rxcq, e.rxSel = q.CQ, b.RxSelective
-		if b.RxCQ != b.TxCQ {
-			e.sets = append(e.sets, &q.Eps)
-		}
-	}
-	for i, f := range cntrFlag {
-		if c, ok := b.Counters[f].(*counter); ok {
-			e.cntr[i] = c.Counter
-			e.sets = append(e.sets, &c.Eps)
-		}
-	}
-	for _, s := range e.sets {
+	e.Resolve(b)
+	for _, s := range e.Sets {
 		s.Add(e)
 	}
 	e.enabled.Store(true)
 	// Readers already blocked on the queues wait on the doorbells they
 	// knew: let them look again, with this endpoint.
-	if q, ok := b.TxCQ.(*completionQueue); ok {
-		q.Signal()
-	}
-	if q, ok := b.RxCQ.(*completionQueue); ok {
-		q.Signal()
-	}
-	for _, f := range cntrFlag {
-		if c, ok := b.Counters[f].(*counter); ok {
-			c.Signal()
-		}
-	}
+	e.Signal()
 	return nil
 }
 
@@ -348,7 +294,7 @@ func (e *endpoint) Close() error {
 	}
 	e.ringer.close() // whoever takes mu later sees closed and rings nothing
 	e.mu.Unlock()
-	for _, s := range e.sets {
+	for _, s := range e.Sets {
 		s.Remove(e)
 	}
 	e.nameMu.Lock()
@@ -476,20 +422,20 @@ func unixAddr(name string) unix.SockaddrUnix { return unix.SockaddrUnix{Name: be
 
 // complete queues a successful completion and counts it.
 func (e *endpoint) completeTx(ctx any, flags fi.Flags, report bool, cnt int) {
-	if report && e.txcq != nil {
-		_ = e.txcq.CompleteOverflow(eq.Completion{Context: ctx, Flags: flags}, fi.AddrUnspec)
+	if report && e.TxCQ != nil {
+		_ = e.TxCQ.CompleteOverflow(eq.Completion{Context: ctx, Flags: flags}, fi.AddrUnspec)
 	}
-	if c := e.cntr[cnt]; c != nil {
+	if c := e.Cntr[cnt]; c != nil {
 		_ = c.Add(1)
 	}
 }
 
 // failTx queues an error entry and counts it.
 func (e *endpoint) failTx(ctx any, flags fi.Flags, cnt int, code fi.Errno, inject bool) {
-	if !inject && e.txcq != nil {
-		_ = e.txcq.CompleteErr(&eq.CQError{Context: ctx, Flags: flags, Err: code})
+	if !inject && e.TxCQ != nil {
+		_ = e.TxCQ.CompleteErr(&eq.CQError{Context: ctx, Flags: flags, Err: code})
 	}
-	if c := e.cntr[cnt]; c != nil {
+	if c := e.Cntr[cnt]; c != nil {
 		_ = c.AddErr(1)
 	}
 }

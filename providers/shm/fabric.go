@@ -40,6 +40,3 @@ func (f *fabric) OpenDomain(info *fi.Info) (fi.Domain, error) {
 	}
 	return d, nil
 }
-
-// eventQueue is the fabric's EQ.
-type eventQueue = kit.FabricEQ[epSet]

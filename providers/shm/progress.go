@@ -1227,19 +1227,19 @@ func (d *dataPath) delivered(e *endpoint, r *rxEntry, h *slotHeader, src fi.Addr
 		data = h.data
 	}
 	if h.size > uint64(n) {
-		if e.rxcq != nil {
-			_ = e.rxcq.CompleteErr(&eq.CQError{Context: r.ctx, Flags: flags, Len: n, Data: data, Tag: h.tag,
+		if e.RxCQ != nil {
+			_ = e.RxCQ.CompleteErr(&eq.CQError{Context: r.ctx, Flags: flags, Len: n, Data: data, Tag: h.tag,
 				OLen: int(h.size) - n, Err: fi.ETRUNC, SrcAddr: nil})
 		}
-		if c := e.cntr[cntRecv]; c != nil {
+		if c := e.Cntr[kit.CntrRecv]; c != nil {
 			_ = c.AddErr(1)
 		}
 		return
 	}
-	if r.report && e.rxcq != nil {
-		_ = e.rxcq.CompleteOverflow(eq.Completion{Context: r.ctx, Flags: flags, Len: n, Data: data, Tag: h.tag}, src)
+	if r.report && e.RxCQ != nil {
+		_ = e.RxCQ.CompleteOverflow(eq.Completion{Context: r.ctx, Flags: flags, Len: n, Data: data, Tag: h.tag}, src)
 	}
-	if c := e.cntr[cntRecv]; c != nil {
+	if c := e.Cntr[kit.CntrRecv]; c != nil {
 		_ = c.Add(1)
 	}
 }
@@ -1250,10 +1250,10 @@ func (e *endpoint) failRecv(r *rxEntry, code fi.Errno, data uint64) {
 	if r.tagged {
 		flags = fi.FlagRecv | fi.FlagTagged
 	}
-	if e.rxcq != nil {
-		_ = e.rxcq.CompleteErr(&eq.CQError{Context: r.ctx, Flags: flags, Len: 0, Data: data, Err: code})
+	if e.RxCQ != nil {
+		_ = e.RxCQ.CompleteErr(&eq.CQError{Context: r.ctx, Flags: flags, Len: 0, Data: data, Err: code})
 	}
-	if c := e.cntr[cntRecv]; c != nil {
+	if c := e.Cntr[kit.CntrRecv]; c != nil {
 		_ = c.AddErr(1)
 	}
 }
@@ -1280,7 +1280,7 @@ func (d *dataPath) serveRMA(e *endpoint, i int, h *slotHeader, s []byte) bool {
 		copy(mem, s[slotHdr:slotHdr+int(h.inlineLen)])
 	case h.proto == protoInline: // read
 		d.queueAck(i, h.msgID, 0, h.addr, mem)
-		if c := e.cntr[cntRemoteRead]; c != nil {
+		if c := e.Cntr[kit.CntrRemoteRead]; c != nil {
 			_ = c.Add(1)
 		}
 		return true
@@ -1304,14 +1304,14 @@ func (d *dataPath) serveRMA(e *endpoint, i int, h *slotHeader, s []byte) bool {
 	}
 	if status == 0 {
 		if h.op == opWrite {
-			if h.flags&flagCQData != 0 && e.rxcq != nil {
-				_ = e.rxcq.CompleteOverflow(eq.Completion{Flags: fi.FlagRMA | fi.FlagRemoteWrite | fi.FlagRemoteCQData,
+			if h.flags&flagCQData != 0 && e.RxCQ != nil {
+				_ = e.RxCQ.CompleteOverflow(eq.Completion{Flags: fi.FlagRMA | fi.FlagRemoteWrite | fi.FlagRemoteCQData,
 					Len: int(h.size), Data: h.data}, d.source(e, in))
 			}
-			if c := e.cntr[cntRemoteWrite]; c != nil {
+			if c := e.Cntr[kit.CntrRemoteWrite]; c != nil {
 				_ = c.Add(1)
 			}
-		} else if c := e.cntr[cntRemoteRead]; c != nil {
+		} else if c := e.Cntr[kit.CntrRemoteRead]; c != nil {
 			_ = c.Add(1)
 		}
 	}

@@ -83,16 +83,16 @@ func (e *endpoint) post(a *txArgs, kind txKind) error {
 	}
 	h := dataHeader{op: opMsg}
 	var cqFlags fi.Flags
-	cnt := int8(cntSend)
+	cnt := int8(kit.CntrSend)
 	switch kind {
 	case txSend:
 		cqFlags = fi.FlagSend | fi.FlagMsg
 	case txWrite:
 		h.op = opWrite
-		cqFlags, cnt = fi.FlagRMA|fi.FlagWrite, cntWrite
+		cqFlags, cnt = fi.FlagRMA|fi.FlagWrite, kit.CntrWrite
 	case txRead:
 		h.op = opReadReq
-		cqFlags, cnt = fi.FlagRMA|fi.FlagRead, cntRead
+		cqFlags, cnt = fi.FlagRMA|fi.FlagRead, kit.CntrRead
 	}
 	if kind != txSend {
 		if a.nrma == 0 || a.nrma > iovLimit {
@@ -150,7 +150,7 @@ func (e *endpoint) post(a *txArgs, kind txKind) error {
 	t := &d.pool[i]
 	t.kind, t.ack, t.cnt, t.ctx, t.cqFlags = kind, ack, cnt, a.ctx, cqFlags
 	t.inject = a.inject
-	t.report = !a.inject && (!e.txSel || a.flags&fi.FlagCompletion != 0)
+	t.report = !a.inject && (!e.TxSel || a.flags&fi.FlagCompletion != 0)
 	t.internal = a.internal
 	if a.internal {
 		t.report, t.cnt = false, -1
@@ -227,7 +227,7 @@ func (e *endpoint) PostRx(op kit.Op) error {
 	if op.Vector() && op.Flags&^(fi.FlagCompletion|fi.FlagMore) != 0 {
 		return errors.Wrapf(fi.EBADFLAGS, "tcp: recvmsg: flags %v", op.Flags&^(fi.FlagCompletion|fi.FlagMore))
 	}
-	r := rxEntry{ctx: op.Context, report: !e.rxSel || op.Flags&fi.FlagCompletion != 0}
+	r := rxEntry{ctx: op.Context, report: !e.RxSel || op.Flags&fi.FlagCompletion != 0}
 	n, err := op.CopyIOV(r.iov[:], "tcp")
 	if err != nil {
 		return err

@@ -37,7 +37,7 @@ type endpoint struct {
 	kit.RMAOps
 
 	// Completion targets, fixed at Enable.
-	completions
+	kit.Completions[epSet]
 	events      *eventQueue
 	enabledAt   atomic.Bool
 	closing     atomic.Bool
@@ -72,51 +72,6 @@ type endpoint struct {
 	mu sync.Mutex
 	dp dataPath
 }
-
-// completions are where an endpoint's operations complete, fixed at
-// Enable: its CQs and counters, and the sets of the queues and counters
-// whose reads drive its progress.
-type completions struct {
-	txcq, rxcq   *kit.CQ
-	txSel, rxSel bool
-	cntr         [nCntr]*kit.Counter
-	sets         []*epSet
-}
-
-// bindQueues takes the completion queues and counters bound in b
-// (fi_ep_bind's FI_TRANSMIT, FI_RECV, FI_SELECTIVE_COMPLETION and counter
-// flags).
-func (c *completions) bindQueues(b *kit.Bindings) {
-	if q, ok := b.TxCQ.(*completionQueue); ok {
-		c.txcq, c.txSel = q.CQ, b.TxSelective
-		c.sets = append(c.sets, &q.Eps)
-	}
-	if q, ok := b.RxCQ.(*completionQueue); ok {
-		c.rxcq, c.rxSel = q.CQ, b.RxSelective
-		if b.RxCQ != b.TxCQ {
-			c.sets = append(c.sets, &q.Eps)
-		}
-	}
-	for i, f := range cntrFlag {
-		if k, ok := b.Counters[f].(*counter); ok {
-			c.cntr[i] = k.Counter
-			c.sets = append(c.sets, &k.Eps)
-		}
-	}
-}
-
-// Counter slots, by the operation kind they count.
-const (
-	cntSend = iota
-	cntRecv
-	cntRead
-	cntWrite
-	cntRemoteRead
-	cntRemoteWrite
-	nCntr
-)
-
-var cntrFlag = [nCntr]fi.Flags{fi.FlagSend, fi.FlagRecv, fi.FlagRead, fi.FlagWrite, fi.FlagRemoteRead, fi.FlagRemoteWrite}
 
 var (
 	_ ep.Endpoint = (*endpoint)(nil)
@@ -215,30 +170,14 @@ func (e *endpoint) Info() *fi.Info { return e.info }
 // (fi_ep_bind). Objects of other providers give fi.EINVAL; the rest of the
 // rules are kit.Bindings'.
 func (e *endpoint) Bind(obj fi.Fid, flags fi.Flags) error {
-	switch obj.(type) {
-	case *eventQueue, *completionQueue, *counter:
-	case nil:
-		return errors.Wrap(fi.EINVAL, "tcp: bind: nil object")
-	default:
-		if _, ok := obj.(fi.AV); ok {
-			return errors.Wrap(fi.EINVAL, "tcp: bind: connected (FI_EP_MSG) endpoints take no address vector")
-		}
-		return errors.Wrapf(fi.EINVAL, "tcp: bind: %T is not a tcp event queue, completion queue or counter", obj)
-	}
-	if e.closing.Load() {
-		return errors.Wrap(fi.EBADF, "tcp: bind: endpoint closed")
-	}
-	return e.bind.Bind(obj, flags)
+	return kit.BindOwn[epSet](&e.bind, "tcp", e.closing.Load(), obj, flags)
 }
 
 // Enable checks the bindings (fi_enable: an event queue, and a CQ or
 // counter for each direction) and attaches the endpoint to the queues
 // that drive its progress.
 func (e *endpoint) Enable() error {
-	if e.closing.Load() {
-		return errors.Wrap(fi.EBADF, "tcp: enable: endpoint closed")
-	}
-	if err := e.bind.CheckEnable(); err != nil {
+	if err := e.bind.CheckEnableOpen("tcp", e.closing.Load()); err != nil {
 		return err
 	}
 	if e.enabledAt.Swap(true) {
@@ -246,9 +185,9 @@ func (e *endpoint) Enable() error {
 	}
 	b := &e.bind
 	e.events = b.EQ.(*eventQueue)
-	e.sets = append(e.sets, &e.events.Eps)
-	e.bindQueues(b)
-	for _, s := range e.sets {
+	e.Sets = append(e.Sets, &e.events.Eps)
+	e.Resolve(b)
+	for _, s := range e.Sets {
 		s.Add(e)
 	}
 	return nil
@@ -420,7 +359,7 @@ func (e *endpoint) Close() error {
 	e.dp.shutdown(e)
 	e.mu.Unlock()
 	e.autoWG.Wait()
-	for _, s := range e.sets {
+	for _, s := range e.Sets {
 		s.Remove(e)
 	}
 	e.bind.Release()

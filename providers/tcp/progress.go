@@ -390,11 +390,11 @@ func (d *dataPath) txDone(e *endpoint, i int) {
 		}
 		return
 	}
-	if t.report && e.txcq != nil {
-		_ = e.txcq.CompleteOverflow(eq.Completion{Context: t.ctx, Flags: t.cqFlags}, fi.AddrUnspec)
+	if t.report && e.TxCQ != nil {
+		_ = e.TxCQ.CompleteOverflow(eq.Completion{Context: t.ctx, Flags: t.cqFlags}, fi.AddrUnspec)
 	}
-	if t.cnt >= 0 && e.cntr[t.cnt] != nil {
-		_ = e.cntr[t.cnt].Add(1)
+	if t.cnt >= 0 && e.Cntr[t.cnt] != nil {
+		_ = e.Cntr[t.cnt].Add(1)
 	}
 	d.appOps--
 	d.release(i)
@@ -420,11 +420,11 @@ func (d *dataPath) txFailed(e *endpoint, i int, code fi.Errno) {
 		}
 		return
 	}
-	if !t.inject && e.txcq != nil {
-		_ = e.txcq.CompleteErr(&eq.CQError{Context: t.ctx, Flags: t.cqFlags, Err: code})
+	if !t.inject && e.TxCQ != nil {
+		_ = e.TxCQ.CompleteErr(&eq.CQError{Context: t.ctx, Flags: t.cqFlags, Err: code})
 	}
-	if t.cnt >= 0 && e.cntr[t.cnt] != nil {
-		_ = e.cntr[t.cnt].AddErr(1)
+	if t.cnt >= 0 && e.Cntr[t.cnt] != nil {
+		_ = e.Cntr[t.cnt].AddErr(1)
 	}
 	d.appOps--
 	d.release(i)
@@ -692,7 +692,7 @@ func (d *dataPath) dispatch(e *endpoint) (bool, error) {
 		t.hdrLen = d.codec.putDataHeader(t.hdr[:], &rsp)
 		t.total = int(rsp.size)
 		d.sendQ.push(i)
-		if c := e.cntr[cntRemoteRead]; c != nil {
+		if c := e.Cntr[kit.CntrRemoteRead]; c != nil {
 			_ = c.Add(1)
 		}
 		d.rstate = rsHeader
@@ -754,29 +754,29 @@ func (d *dataPath) finish(e *endpoint) {
 		}
 		c := &d.cur
 		if over := h.payloadLen() - uint64(d.placed); over > 0 {
-			if e.rxcq != nil {
-				_ = e.rxcq.CompleteErr(&eq.CQError{Context: c.ctx, Flags: flags, Len: d.placed,
+			if e.RxCQ != nil {
+				_ = e.RxCQ.CompleteErr(&eq.CQError{Context: c.ctx, Flags: flags, Len: d.placed,
 					Data: data, Tag: tag, OLen: int(min(over, uint64(maxInt))), Err: fi.ETRUNC})
 			}
-			if k := e.cntr[cntRecv]; k != nil {
+			if k := e.Cntr[kit.CntrRecv]; k != nil {
 				_ = k.AddErr(1)
 			}
 		} else {
-			if c.report && e.rxcq != nil {
-				_ = e.rxcq.CompleteOverflow(eq.Completion{Context: c.ctx, Flags: flags, Len: d.placed, Data: data, Tag: tag}, fi.AddrUnspec)
+			if c.report && e.RxCQ != nil {
+				_ = e.RxCQ.CompleteOverflow(eq.Completion{Context: c.ctx, Flags: flags, Len: d.placed, Data: data, Tag: tag}, fi.AddrUnspec)
 			}
-			if k := e.cntr[cntRecv]; k != nil {
+			if k := e.Cntr[kit.CntrRecv]; k != nil {
 				_ = k.Add(1)
 			}
 		}
 		d.cur = rxEntry{}
 	case rkWrite:
-		if h.flags&flagCQData != 0 && e.rxcq != nil {
-			_ = e.rxcq.CompleteOverflow(eq.Completion{
+		if h.flags&flagCQData != 0 && e.RxCQ != nil {
+			_ = e.RxCQ.CompleteOverflow(eq.Completion{
 				Flags: fi.FlagRMA | fi.FlagRemoteWrite | fi.FlagRemoteCQData, Len: d.placed, Data: h.cqData,
 			}, fi.AddrUnspec)
 		}
-		if k := e.cntr[cntRemoteWrite]; k != nil {
+		if k := e.Cntr[kit.CntrRemoteWrite]; k != nil {
 			_ = k.Add(1)
 		}
 	case rkReadRsp:
@@ -834,10 +834,10 @@ func (d *dataPath) cancelRecv(e *endpoint, ctx any) bool {
 }
 
 func (d *dataPath) recvFailed(e *endpoint, r *rxEntry, code fi.Errno) {
-	if e.rxcq != nil {
-		_ = e.rxcq.CompleteErr(&eq.CQError{Context: r.ctx, Flags: fi.FlagRecv | fi.FlagMsg, Err: code})
+	if e.RxCQ != nil {
+		_ = e.RxCQ.CompleteErr(&eq.CQError{Context: r.ctx, Flags: fi.FlagRecv | fi.FlagMsg, Err: code})
 	}
-	if k := e.cntr[cntRecv]; k != nil {
+	if k := e.Cntr[kit.CntrRecv]; k != nil {
 		_ = k.AddErr(1)
 	}
 }

@@ -40,7 +40,7 @@ type rdmEndpoint struct {
 
 	// Fixed at Enable.
 	av *kit.AV
-	completions
+	kit.Completions[epSet]
 
 	pep  *passiveEP
 	name []byte         // the listener's address, the endpoint's name
@@ -155,27 +155,13 @@ func (r *rdmEndpoint) Info() *fi.Info { return r.info }
 // Bind binds an address vector, completion queue or counter of this
 // domain (fi_ep_bind); the rules are kit.Bindings'.
 func (r *rdmEndpoint) Bind(obj fi.Fid, flags fi.Flags) error {
-	switch obj.(type) {
-	case *addrVector, *completionQueue, *counter:
-	case *eventQueue:
-	case nil:
-		return errors.Wrap(fi.EINVAL, "tcp: bind: nil object")
-	default:
-		return errors.Wrapf(fi.EINVAL, "tcp: bind: %T is not a tcp address vector, completion queue or counter", obj)
-	}
-	if r.closed.Load() {
-		return errors.Wrap(fi.EBADF, "tcp: bind: endpoint closed")
-	}
-	return r.bind.Bind(obj, flags)
+	return kit.BindOwn[epSet](&r.bind, "tcp", r.closed.Load(), obj, flags)
 }
 
 // Enable checks the bindings (an AV, and a CQ or counter for each
 // direction) and starts listening for peers (fi_enable).
 func (r *rdmEndpoint) Enable() error {
-	if r.closed.Load() {
-		return errors.Wrap(fi.EBADF, "tcp: enable: endpoint closed")
-	}
-	if err := r.bind.CheckEnable(); err != nil {
+	if err := r.bind.CheckEnableOpen("tcp", r.closed.Load()); err != nil {
 		return err
 	}
 	if r.enabled.Load() {
@@ -183,7 +169,7 @@ func (r *rdmEndpoint) Enable() error {
 	}
 	b := &r.bind
 	r.av = b.AV.(*addrVector).AV
-	r.bindQueues(b)
+	r.Resolve(b)
 	n, err := r.pep.Name(nil)
 	if err != nil && !errors.Is(err, fi.ETOOSMALL) {
 		return err
@@ -382,12 +368,12 @@ func (r *rdmEndpoint) newConn(req *connReq, p *rdmPeer) (*endpoint, error) {
 	c.rdm, c.peer = r, p
 	c.dp.rdm, c.dp.tagged = r, true
 	c.dp.rx.ourID = uint64(p.index)
-	c.completions = r.completions
+	c.Completions = r.Completions
 	if req == nil && !r.self.Addr().IsUnspecified() {
 		_, c.localName, _ = fi.SockaddrFromAddrPort(netip.AddrPortFrom(r.self.Addr(), 0))
 	}
 	c.enabledAt.Store(true)
-	for _, s := range c.sets {
+	for _, s := range c.Sets {
 		s.Add(c)
 	}
 	r.conns[c] = struct{}{}

@@ -162,29 +162,29 @@ func (r *rdmEndpoint) kick() {
 // completeRecv reports a receive of info with placed bytes.
 func (r *rdmEndpoint) completeRecv(ctx any, report bool, info *msgInfo, placed int) {
 	if over := info.size - uint64(placed); over > 0 {
-		if r.rxcq != nil {
-			_ = r.rxcq.CompleteErr(&eq.CQError{Context: ctx, Flags: info.flags, Len: placed, Data: info.data,
+		if r.RxCQ != nil {
+			_ = r.RxCQ.CompleteErr(&eq.CQError{Context: ctx, Flags: info.flags, Len: placed, Data: info.data,
 				Tag: info.tag, OLen: int(min(over, uint64(maxInt))), Err: fi.ETRUNC})
 		}
-		if k := r.cntr[cntRecv]; k != nil {
+		if k := r.Cntr[kit.CntrRecv]; k != nil {
 			_ = k.AddErr(1)
 		}
 		return
 	}
-	if report && r.rxcq != nil {
-		_ = r.rxcq.CompleteOverflow(eq.Completion{Context: ctx, Flags: info.flags, Len: placed, Data: info.data, Tag: info.tag}, info.src)
+	if report && r.RxCQ != nil {
+		_ = r.RxCQ.CompleteOverflow(eq.Completion{Context: ctx, Flags: info.flags, Len: placed, Data: info.data, Tag: info.tag}, info.src)
 	}
-	if k := r.cntr[cntRecv]; k != nil {
+	if k := r.Cntr[kit.CntrRecv]; k != nil {
 		_ = k.Add(1)
 	}
 }
 
 // failRecvCtx completes a receive with an error.
 func (r *rdmEndpoint) failRecvCtx(ctx any, flags fi.Flags, code fi.Errno) {
-	if r.rxcq != nil {
-		_ = r.rxcq.CompleteErr(&eq.CQError{Context: ctx, Flags: flags, Err: code})
+	if r.RxCQ != nil {
+		_ = r.RxCQ.CompleteErr(&eq.CQError{Context: ctx, Flags: flags, Err: code})
 	}
-	if k := r.cntr[cntRecv]; k != nil {
+	if k := r.Cntr[kit.CntrRecv]; k != nil {
 		_ = k.AddErr(1)
 	}
 }
@@ -635,7 +635,7 @@ func (r *rdmEndpoint) sendRndv(c *endpoint, a *rdmArgs, n int) error {
 	s := &r.rndv[i]
 	s.gen++
 	s.inUse, s.conn, s.ctx = true, c, a.ctx
-	s.report = !r.txSel || a.flags&fi.FlagCompletion != 0
+	s.report = !r.TxSel || a.flags&fi.FlagCompletion != 0
 	s.cqFlags = fi.FlagSend | fi.FlagMsg
 	if a.tagged {
 		s.cqFlags = fi.FlagSend | fi.FlagTagged
@@ -717,10 +717,10 @@ func (r *rdmEndpoint) readDone(c *endpoint, msgID uint64) bool {
 	ctx, report, flags := s.ctx, s.report, s.cqFlags
 	r.freeRndvLocked(i)
 	r.rndvMu.Unlock()
-	if report && r.txcq != nil {
-		_ = r.txcq.CompleteOverflow(eq.Completion{Context: ctx, Flags: flags}, fi.AddrUnspec)
+	if report && r.TxCQ != nil {
+		_ = r.TxCQ.CompleteOverflow(eq.Completion{Context: ctx, Flags: flags}, fi.AddrUnspec)
 	}
-	if k := r.cntr[cntSend]; k != nil {
+	if k := r.Cntr[kit.CntrSend]; k != nil {
 		_ = k.Add(1)
 	}
 	return true
@@ -743,10 +743,10 @@ func (r *rdmEndpoint) failRndv(c *endpoint, code fi.Errno) {
 	}
 	r.rndvMu.Unlock()
 	for _, f := range fs {
-		if r.txcq != nil {
-			_ = r.txcq.CompleteErr(&eq.CQError{Context: f.ctx, Flags: f.flags, Err: code})
+		if r.TxCQ != nil {
+			_ = r.TxCQ.CompleteErr(&eq.CQError{Context: f.ctx, Flags: f.flags, Err: code})
 		}
-		if k := r.cntr[cntSend]; k != nil {
+		if k := r.Cntr[kit.CntrSend]; k != nil {
 			_ = k.AddErr(1)
 		}
 	}
@@ -834,7 +834,7 @@ func (r *rdmEndpoint) recv(iov [][]byte, src fi.Addr, ctx any, tagged bool, tag,
 		return err
 	}
 	rcv := rdmRecv{ctx: ctx, src: src, tagged: tagged, tag: tag, ignore: ignore,
-		report: !r.rxSel || flags&fi.FlagCompletion != 0}
+		report: !r.RxSel || flags&fi.FlagCompletion != 0}
 	rcv.niov = copy(rcv.iov[:], iov)
 	for _, b := range iov {
 		rcv.size += len(b)

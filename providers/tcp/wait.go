@@ -60,7 +60,7 @@ func (s *epSet) wait(ctx context.Context) error {
 // blocked reports whether a reader is blocked on a queue or counter whose
 // reads drive the endpoint's progress (sockpoll.Config.Blocked).
 func (e *endpoint) blocked() bool {
-	for _, s := range e.sets {
+	for _, s := range e.Sets {
 		if s.waiting.Load() > 0 {
 			return true
 		}

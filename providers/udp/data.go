@@ -81,8 +81,8 @@ func (e *endpoint) send(iov [][]byte, dest fi.Addr, ctx any, flags fi.Flags, inj
 	if inject {
 		return nil
 	}
-	if e.txcq != nil && (!e.txSel || flags&fi.FlagCompletion != 0) {
-		_ = e.txcq.CompleteOverflow(eq.Completion{Context: ctx, Flags: fi.FlagSend | fi.FlagMsg | flags&fi.FlagMulticast}, fi.AddrUnspec)
+	if e.TxCQ != nil && (!e.TxSel || flags&fi.FlagCompletion != 0) {
+		_ = e.TxCQ.CompleteOverflow(eq.Completion{Context: ctx, Flags: fi.FlagSend | fi.FlagMsg | flags&fi.FlagMulticast}, fi.AddrUnspec)
 	}
 	return nil
 }
@@ -127,7 +127,7 @@ func (e *endpoint) PostRx(op kit.Op) error {
 	if op.Flags&^rxOpFlags != 0 {
 		return fi.EBADFLAGS
 	}
-	x := rxEntry{ctx: op.Context, report: !e.rxSel || op.Flags&fi.FlagCompletion != 0}
+	x := rxEntry{ctx: op.Context, report: !e.RxSel || op.Flags&fi.FlagCompletion != 0}
 	n, err := op.CopyIOV(x.iov[:], "udp")
 	if err != nil {
 		return fi.EINVAL

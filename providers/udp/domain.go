@@ -24,11 +24,9 @@ var (
 	_ fi.AVOpener = (*domain)(nil)
 )
 
-// addrVector and completionQueue are the domain's AVs and CQs.
-type (
-	addrVector      = kit.DomainAV[epSet]
-	completionQueue = kit.DomainCQ[epSet]
-)
+// addrVector is the domain's AV; its CQs are kit.DomainCQ[epSet]
+// (kit.Completions).
+type addrVector = kit.DomainAV[epSet]
 
 // OpenAV opens an address vector (fi_av_open) of struct sockaddr_in or
 // sockaddr_in6 peer addresses, in the family of the domain's address

@@ -42,13 +42,11 @@ type endpoint struct {
 	enabled   atomic.Bool
 
 	// Fixed at Enable.
-	av           *kit.AV
-	txcq, rxcq   *kit.CQ
-	txSel, rxSel bool
-	events       *eventQueue
-	sets         []*epSet
-	auto         *sockpoll.Poller
-	autoWG       sync.WaitGroup
+	av *kit.AV
+	kit.Completions[epSet]
+	events *eventQueue
+	auto   *sockpoll.Poller
+	autoWG sync.WaitGroup
 	// ifindex is the interface of the bound address, 0 for none in
 	// particular: multicast joins and sends use it.
 	ifindex int
@@ -151,17 +149,7 @@ func (e *endpoint) Info() *fi.Info { return e.info }
 // provider (fi_ep_bind). Objects of other providers give fi.EINVAL; the
 // rest of the rules are kit.Bindings'.
 func (e *endpoint) Bind(obj fi.Fid, flags fi.Flags) error {
-	switch obj.(type) {
-	case *addrVector, *completionQueue, *eventQueue:
-	case nil:
-		return errors.Wrap(fi.EINVAL, "udp: bind: nil object")
-	default:
-		return errors.Wrapf(fi.EINVAL, "udp: bind: %T is not a udp address vector, completion queue or event queue", obj)
-	}
-	if e.ref.Closed() {
-		return errors.Wrap(fi.EBADF, "udp: bind: endpoint closed")
-	}
-	return e.bind.Bind(obj, flags)
+	return kit.BindOwn[epSet](&e.bind, "udp", e.ref.Closed(), obj, flags)
 }
 
 // Enable checks the bindings (fi_enable: an address vector and a
@@ -212,22 +200,13 @@ func (e *endpoint) Enable() error {
 	if q, ok := b.EQ.(*eventQueue); ok {
 		e.events = q
 	}
-	if q, ok := b.TxCQ.(*completionQueue); ok {
-		e.txcq, e.txSel = q.CQ, b.TxSelective
-		e.sets = append(e.sets, &q.Eps)
-	}
-	if q, ok := b.RxCQ.(*completionQueue); ok {
-		e.rxcq, e.rxSel = q.CQ, b.RxSelective
-		if b.RxCQ != b.TxCQ {
-			e.sets = append(e.sets, &q.Eps)
-		}
-	}
+	e.Resolve(b)
 	a, err := startAuto(e)
 	if err != nil {
 		return errors.Wrap(err, "udp: enable: background progress")
 	}
 	e.auto = a
-	for _, s := range e.sets {
+	for _, s := range e.Sets {
 		s.Add(e)
 	}
 	e.enabled.Store(true)
@@ -343,7 +322,7 @@ func (e *endpoint) Close() error {
 		a.Halt()
 	}
 	e.autoWG.Wait()
-	for _, s := range e.sets {
+	for _, s := range e.Sets {
 		s.Remove(e)
 	}
 	e.mu.Lock()

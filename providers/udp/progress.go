@@ -138,12 +138,12 @@ func (r *recvPath) recvFrom(e *endpoint, fd int, flags fi.Flags) bool {
 	case n > done.size:
 		e.failRecv(&done, fi.ETRUNC, done.size, n-done.size)
 	default:
-		if done.report && e.rxcq != nil {
+		if done.report && e.RxCQ != nil {
 			src := fi.AddrUnspec
 			if e.info.Caps&fi.CapSource != 0 {
 				src = r.source(e, name)
 			}
-			_ = e.rxcq.CompleteOverflow(eq.Completion{Context: done.ctx, Flags: fi.FlagRecv | fi.FlagMsg | flags, Len: n}, src)
+			_ = e.RxCQ.CompleteOverflow(eq.Completion{Context: done.ctx, Flags: fi.FlagRecv | fi.FlagMsg | flags, Len: n}, src)
 		}
 	}
 	return true
@@ -166,7 +166,7 @@ func (r *recvPath) source(e *endpoint, name []byte) fi.Addr {
 // failRecv queues an error entry for a receive: code, with the bytes
 // placed and lost for fi.ETRUNC.
 func (e *endpoint) failRecv(x *rxEntry, code fi.Errno, n, olen int) {
-	if e.rxcq != nil {
-		_ = e.rxcq.CompleteErr(&eq.CQError{Context: x.ctx, Flags: fi.FlagRecv | fi.FlagMsg, Len: n, OLen: olen, Err: code})
+	if e.RxCQ != nil {
+		_ = e.RxCQ.CompleteErr(&eq.CQError{Context: x.ctx, Flags: fi.FlagRecv | fi.FlagMsg, Len: n, OLen: olen, Err: code})
 	}
 }

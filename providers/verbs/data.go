@@ -27,50 +27,6 @@ import (
 // rxBit marks the wr_id of a receive.
 const rxBit = 1 << 63
 
-// Counter slots, by the operation kind they count.
-const (
-	cntSend = iota
-	cntRecv
-	cntRead
-	cntWrite
-	cntRemoteRead
-	cntRemoteWrite
-	nCntr
-)
-
-var cntrFlag = [nCntr]fi.Flags{fi.FlagSend, fi.FlagRecv, fi.FlagRead, fi.FlagWrite, fi.FlagRemoteRead, fi.FlagRemoteWrite}
-
-// completions are where an endpoint's operations complete, fixed at
-// Enable.
-type completions struct {
-	txcq, rxcq   *kit.CQ
-	txSel, rxSel bool
-	cntr         [nCntr]*kit.Counter
-	sets         []*epSet
-}
-
-// bindQueues takes the completion queues and counters bound in b
-// (fi_ep_bind's FI_TRANSMIT, FI_RECV, FI_SELECTIVE_COMPLETION and counter
-// flags).
-func (c *completions) bindQueues(b *kit.Bindings) {
-	if q, ok := b.TxCQ.(*completionQueue); ok {
-		c.txcq, c.txSel = q.CQ, b.TxSelective
-		c.sets = append(c.sets, &q.Eps)
-	}
-	if q, ok := b.RxCQ.(*completionQueue); ok {
-		c.rxcq, c.rxSel = q.CQ, b.RxSelective
-		if b.RxCQ != b.TxCQ {
-			c.sets = append(c.sets, &q.Eps)
-		}
-	}
-	for i, f := range cntrFlag {
-		if k, ok := b.Counters[f].(*counter); ok {
-			c.cntr[i] = k.Counter
-			c.sets = append(c.sets, &k.Eps)
-		}
-	}
-}
-
 // txOp is a posted send, write or read.
 type txOp struct {
 	ctx    any
@@ -286,7 +242,7 @@ func (e *endpoint) count(k int8, ok bool) {
 	if k < 0 {
 		return
 	}
-	if c := e.cntr[k]; c != nil {
+	if c := e.Cntr[k]; c != nil {
 		if ok {
 			_ = c.Add(1)
 		} else {
@@ -299,18 +255,18 @@ func (e *endpoint) count(k int8, ok bool) {
 func (e *endpoint) txDone(op txOp, w *completion, st wcStatus) {
 	if st != wcSuccess {
 		e.count(op.cnt, false)
-		if e.txcq != nil {
-			_ = e.txcq.CompleteErr(&eq.CQError{Context: op.ctx, Flags: op.flags, Err: wcErrno(st), ProvErrno: int(st)})
+		if e.TxCQ != nil {
+			_ = e.TxCQ.CompleteErr(&eq.CQError{Context: op.ctx, Flags: op.flags, Err: wcErrno(st), ProvErrno: int(st)})
 		}
 		return
 	}
 	e.count(op.cnt, true)
-	if op.report && e.txcq != nil {
+	if op.report && e.TxCQ != nil {
 		c := eq.Completion{Context: op.ctx, Flags: op.flags}
 		if op.flags&fi.FlagRead != 0 {
 			c.Len = int(w.byteLen)
 		}
-		_ = e.txcq.CompleteOverflow(c, fi.AddrUnspec)
+		_ = e.TxCQ.CompleteOverflow(c, fi.AddrUnspec)
 	}
 }
 
@@ -318,24 +274,24 @@ func (e *endpoint) txDone(op txOp, w *completion, st wcStatus) {
 // consumed one (IBV_WC_RECV_RDMA_WITH_IMM: FI_RX_CQ_DATA).
 func (e *endpoint) rxDone(op rxOp, w *completion, st wcStatus) {
 	if st != wcSuccess {
-		e.count(cntRecv, false)
-		if e.rxcq != nil {
-			_ = e.rxcq.CompleteErr(&eq.CQError{Context: op.ctx, Flags: fi.FlagRecv | fi.FlagMsg, Err: wcErrno(st), ProvErrno: int(st)})
+		e.count(kit.CntrRecv, false)
+		if e.RxCQ != nil {
+			_ = e.RxCQ.CompleteErr(&eq.CQError{Context: op.ctx, Flags: fi.FlagRecv | fi.FlagMsg, Err: wcErrno(st), ProvErrno: int(st)})
 		}
 		return
 	}
 	c := eq.Completion{Context: op.ctx, Flags: fi.FlagRecv | fi.FlagMsg, Len: int(w.byteLen)}
-	k := int8(cntRecv)
+	k := int8(kit.CntrRecv)
 	if w.opcode == wcOpRecvRDMAImm {
-		c.Flags, k = fi.FlagRMA|fi.FlagRemoteWrite, cntRemoteWrite
+		c.Flags, k = fi.FlagRMA|fi.FlagRemoteWrite, kit.CntrRemoteWrite
 	}
 	if w.hasImm {
 		c.Flags |= fi.FlagRemoteCQData
 		c.Data = uint64(w.immData)
 	}
 	e.count(k, true)
-	if op.report && e.rxcq != nil {
-		_ = e.rxcq.CompleteOverflow(c, fi.AddrUnspec)
+	if op.report && e.RxCQ != nil {
+		_ = e.RxCQ.CompleteOverflow(c, fi.AddrUnspec)
 	}
 }
 
@@ -434,7 +390,7 @@ func (e *endpoint) postTx(a *txArgs) error {
 	}
 	// fi_inject and fi_injectdata give no completion; FI_INJECT on
 	// fi_sendmsg only frees the buffer at once.
-	report := !a.inject && (!e.txSel || a.flags&fi.FlagCompletion != 0)
+	report := !a.inject && (!e.TxSel || a.flags&fi.FlagCompletion != 0)
 	wrID, err := d.tx.put(txOp{ctx: a.ctx, flags: a.cqFlags, report: report, cnt: a.cnt})
 	if err != nil {
 		return fi.EAGAIN
@@ -483,7 +439,7 @@ func (e *endpoint) postRx(a *txArgs) error {
 		setSGE(&d.rsge[k], addr, uint32(len(b)), lkey)
 		k++
 	}
-	report := !e.rxSel || a.flags&fi.FlagCompletion != 0
+	report := !e.RxSel || a.flags&fi.FlagCompletion != 0
 	wrID, err := d.rx.put(rxOp{ctx: a.ctx, report: report})
 	if err != nil {
 		return fi.EAGAIN
@@ -502,7 +458,7 @@ const (
 )
 
 func sendArgs(buf []byte, desc any, ctx any, flags fi.Flags) txArgs {
-	return txArgs{op: opSend, cqFlags: sendCQFlags, cnt: cntSend, one: buf, oneDesc: desc, ctx: ctx, flags: flags, rlen: -1}
+	return txArgs{op: opSend, cqFlags: sendCQFlags, cnt: kit.CntrSend, one: buf, oneDesc: desc, ctx: ctx, flags: flags, rlen: -1}
 }
 
 // PostTx posts a transmit operation of the adapter (kit.Poster): every
@@ -568,10 +524,10 @@ func (e *endpoint) PostRx(op kit.Op) error {
 }
 
 func rmaArgs(op sendOp, buf []byte, desc any, addr, key uint64, ctx any, flags fi.Flags) txArgs {
-	a := txArgs{op: op, cqFlags: writeCQFlags, cnt: cntWrite, one: buf, oneDesc: desc, ctx: ctx, flags: flags,
+	a := txArgs{op: op, cqFlags: writeCQFlags, cnt: kit.CntrWrite, one: buf, oneDesc: desc, ctx: ctx, flags: flags,
 		raddr: addr, rkey: key, rlen: len(buf)}
 	if op == opRead {
-		a.cqFlags, a.cnt = readCQFlags, cntRead
+		a.cqFlags, a.cnt = readCQFlags, kit.CntrRead
 	}
 	return a
 }

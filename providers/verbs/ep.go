@@ -57,7 +57,7 @@ type endpoint struct {
 	mu sync.Mutex
 	dp dataPath
 
-	completions
+	kit.Completions[epSet]
 	stop   context.CancelFunc
 	kick   chan struct{} // auto's wake-ups (wake), buffered 1
 	autoWG sync.WaitGroup
@@ -148,20 +148,7 @@ func (e *endpoint) Info() *fi.Info { return e.info }
 // Bind binds an event queue, completion queue or counter of this provider
 // (fi_ep_bind); the rules are kit.Bindings'.
 func (e *endpoint) Bind(obj fi.Fid, flags fi.Flags) error {
-	switch obj.(type) {
-	case *eventQueue, *completionQueue, *counter:
-	case nil:
-		return errors.Wrap(fi.EINVAL, "verbs: bind: nil object")
-	default:
-		if _, ok := obj.(fi.AV); ok {
-			return errors.Wrap(fi.EINVAL, "verbs: bind: connected (FI_EP_MSG) endpoints take no address vector")
-		}
-		return errors.Wrapf(fi.EINVAL, "verbs: bind: %T is not a verbs event queue, completion queue or counter", obj)
-	}
-	if e.cs.State() == ep.CMClosed {
-		return errors.Wrap(fi.EBADF, "verbs: bind: endpoint closed")
-	}
-	return e.bind.Bind(obj, flags)
+	return kit.BindOwn[epSet](&e.bind, "verbs", e.cs.State() == ep.CMClosed, obj, flags)
 }
 
 // Enable checks the bindings (fi_enable; vrb_ep_enable) and creates the
@@ -170,10 +157,7 @@ func (e *endpoint) Bind(obj fi.Fid, flags fi.Flags) error {
 // (rdma_create_qp); then the goroutine that moves completions into the
 // bound queues starts.
 func (e *endpoint) Enable() error {
-	if e.cs.State() == ep.CMClosed {
-		return errors.Wrap(fi.EBADF, "verbs: enable: endpoint closed")
-	}
-	if err := e.bind.CheckEnable(); err != nil {
+	if err := e.bind.CheckEnableOpen("verbs", e.cs.State() == ep.CMClosed); err != nil {
 		return err
 	}
 	if e.enabledAt.Load() {
@@ -192,8 +176,8 @@ func (e *endpoint) Enable() error {
 	}
 	b := &e.bind
 	e.events = b.EQ.(*eventQueue)
-	e.bindQueues(b)
-	for _, s := range e.sets {
+	e.Resolve(b)
+	for _, s := range e.Sets {
 		s.Add(e)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -476,7 +460,7 @@ func (e *endpoint) Close() error {
 	e.mu.Lock()
 	e.dp.close(e)
 	e.mu.Unlock()
-	for _, s := range e.sets {
+	for _, s := range e.Sets {
 		s.Remove(e)
 	}
 	e.bind.Release()
