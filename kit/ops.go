@@ -97,18 +97,19 @@ func (o *Op) Len() int {
 	return n
 }
 
-// CopyIOV copies the operation's buffers into dst (Buf as one element)
-// and returns how many it copied, or fi.EINVAL (with the call's name)
-// when there are more than len(dst). Providers keep a fixed array per
+// CopyIOV copies the operation's buffers into dst (Buf as one element;
+// dst must have room for one) and returns how many it copied, or
+// fi.EINVAL (with the call's name) when there are more than len(dst). Providers keep a fixed array per
 // operation, so that posting allocates nothing.
 func (o *Op) CopyIOV(dst [][]byte, prov string) (int, error) {
-	if !o.Vector() {
-		if len(dst) == 0 {
-			return 0, errors.Wrapf(fi.EINVAL, "%s: %v: no room for the buffer", prov, o.Kind)
-		}
-		dst[0] = o.Buf
-		return 1, nil
+	if o.IOV != nil {
+		return o.copyVector(dst, prov)
 	}
+	dst[0] = o.Buf // the single-buffer calls, inlined; dst holds one at least
+	return 1, nil
+}
+
+func (o *Op) copyVector(dst [][]byte, prov string) (int, error) {
 	if len(o.IOV) > len(dst) {
 		return 0, errors.Wrapf(fi.EINVAL, "%s: %v: %d iovecs, the limit is %d", prov, o.Kind, len(o.IOV), len(dst))
 	}
