@@ -247,3 +247,13 @@ func (b *Bindings) CheckEnableOpen(prov string, closed bool) error {
 	}
 	return b.CheckEnable()
 }
+
+// BoundEQ returns the event queue bound in b when it is the provider's
+// own (a FabricEQ[S]), or nil: where an endpoint posts its connection
+// events (fi_cm(3)), before and after Enable.
+func BoundEQ[S any](b *Bindings) *FabricEQ[S] {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	q, _ := b.EQ.(*FabricEQ[S])
+	return q
+}

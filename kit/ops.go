@@ -90,8 +90,13 @@ func (o *Op) Len() int {
 	if !o.Vector() {
 		return len(o.Buf)
 	}
+	return IOVLen(o.IOV)
+}
+
+// IOVLen returns the total length of a vector of buffers.
+func IOVLen(iov [][]byte) int {
 	n := 0
-	for _, b := range o.IOV {
+	for _, b := range iov {
 		n += len(b)
 	}
 	return n

@@ -38,14 +38,6 @@ type txArgs struct {
 	addr   uint64
 }
 
-func (a *txArgs) length() int {
-	n := 0
-	for _, b := range a.iov[:a.niov] {
-		n += len(b)
-	}
-	return n
-}
-
 // post queues a transmit operation.
 func (e *endpoint) post(a *txArgs, kind txKind) error {
 	if !e.enabled.Load() {
@@ -54,7 +46,7 @@ func (e *endpoint) post(a *txArgs, kind txKind) error {
 		}
 		return fi.EOPBADSTATE
 	}
-	size := a.length()
+	size := kit.IOVLen(a.iov[:a.niov])
 	inject := a.inject || a.flags&fi.FlagInject != 0
 	if inject && size > injectSize {
 		return errors.Wrapf(fi.EINVAL, "shm: inject of %d bytes, the inject size is %d", size, injectSize)
@@ -164,7 +156,7 @@ func (e *endpoint) PostTx(op kit.Op) error {
 			kind = txRead
 		}
 		if op.RMAIOV != nil {
-			if err := oneRMA(op.RMAIOV, a.length()); err != nil {
+			if err := oneRMA(op.RMAIOV, kit.IOVLen(a.iov[:a.niov])); err != nil {
 				return err
 			}
 		}

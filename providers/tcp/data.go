@@ -42,14 +42,6 @@ type txArgs struct {
 	internal, locked bool
 }
 
-func (a *txArgs) length() int {
-	n := 0
-	for _, b := range a.iov[:a.niov] {
-		n += len(b)
-	}
-	return n
-}
-
 // txOpFlags are the flags a transmit call may carry.
 const txOpFlags = fi.FlagCompletion | fi.FlagInject | fi.FlagDeliveryComplete | fi.FlagTransmitComplete |
 	fi.FlagInjectComplete | fi.FlagRemoteCQData | fi.FlagMore | fi.FlagFence | fi.FlagCommitComplete
@@ -74,7 +66,7 @@ func (e *endpoint) post(a *txArgs, kind txKind) error {
 	if a.flags&^txOpFlags != 0 {
 		return errors.Wrapf(fi.EBADFLAGS, "tcp: flags %v", a.flags&^txOpFlags)
 	}
-	n := a.length()
+	n := kit.IOVLen(a.iov[:a.niov])
 	// FI_INJECT applies to what carries a payload (fi_rma(3): not to
 	// reads), also when it comes from the default op flags.
 	inject := (a.inject || a.flags&fi.FlagInject != 0) && kind != txRead
@@ -262,7 +254,7 @@ func (e *endpoint) postRecv(r *rxEntry) error {
 // forms' vector, else one segment of the local length.
 func (a *txArgs) setRMA(op *kit.Op) error {
 	if op.RMAIOV == nil {
-		a.rma[0] = rmaIOV{addr: op.RAddr, len: uint64(a.length()), key: op.Key}
+		a.rma[0] = rmaIOV{addr: op.RAddr, len: uint64(kit.IOVLen(a.iov[:a.niov])), key: op.Key}
 		a.nrma = 1
 		return nil
 	}

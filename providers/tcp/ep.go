@@ -38,7 +38,6 @@ type endpoint struct {
 
 	// Completion targets, fixed at Enable.
 	kit.Completions[epSet]
-	events      *eventQueue
 	enabledAt   atomic.Bool
 	closing     atomic.Bool
 	recvStalled atomic.Bool // the receive side waits for a posted buffer or tx room
@@ -184,8 +183,7 @@ func (e *endpoint) Enable() error {
 		return nil
 	}
 	b := &e.bind
-	e.events = b.EQ.(*eventQueue)
-	e.Sets = append(e.Sets, &e.events.Eps)
+	e.Sets = append(e.Sets, &b.EQ.(*eventQueue).Eps)
 	e.Resolve(b)
 	for _, s := range e.Sets {
 		s.Add(e)
@@ -318,15 +316,8 @@ func (e *endpoint) postError(code fi.Errno, provErrno int, data []byte) {
 	}
 }
 
-func (e *endpoint) eventQueue() *eventQueue {
-	if e.events != nil {
-		return e.events
-	}
-	if q, ok := e.bind.EQ.(*eventQueue); ok {
-		return q
-	}
-	return nil
-}
+// eventQueue is where the endpoint posts its connection events.
+func (e *endpoint) eventQueue() *eventQueue { return kit.BoundEQ[epSet](&e.bind) }
 
 // stopDial cancels a connection attempt in progress and waits for its
 // goroutine.

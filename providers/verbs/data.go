@@ -488,7 +488,7 @@ func (e *endpoint) PostTx(op kit.Op) error {
 		}
 		a = rmaArgs(kind, op.Buf, op.Desc, op.RAddr, op.Key, op.Context, op.Flags)
 		if op.Vector() {
-			a.rlen = iovLen(op.IOV)
+			a.rlen = kit.IOVLen(op.IOV)
 		}
 		if op.RMAIOV != nil {
 			if len(op.RMAIOV) != 1 {
@@ -530,12 +530,4 @@ func rmaArgs(op sendOp, buf []byte, desc any, addr, key uint64, ctx any, flags f
 		a.cqFlags, a.cnt = readCQFlags, kit.CntrRead
 	}
 	return a
-}
-
-func iovLen(iov [][]byte) int {
-	n := 0
-	for _, b := range iov {
-		n += len(b)
-	}
-	return n
 }

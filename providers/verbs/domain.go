@@ -59,17 +59,14 @@ func (d *domain) Close() error { return d.CloseWith(func() { deallocPD(d.pd) }) 
 // counter, progressed as the domain's CQs are.
 func (d *domain) OpenCounter(attr *eq.CounterAttr) (eq.Counter, error) { return d.NewCounter(attr) }
 
-// completionQueue is a software CQ (kit.Domain's OpenCQ) fed from its
-// endpoints' verbs CQs: each endpoint bound to it keeps a verbs CQ;
-// reading the queue polls them (ibv_poll_cq), and a blocking read has
-// each endpoint's goroutine wait on its completion channel (epSet.wait).
-// The device moves the data on its own (FI_PROGRESS_AUTO); completions
-// wait in the verbs CQ until read, as in C's provider. counter is a
-// software counter fed alike.
-type (
-	completionQueue = kit.DomainCQ[epSet]
-	counter         = kit.DomainCounter[epSet]
-)
+// The domain's CQs are software CQs (kit.Domain's OpenCQ,
+// kit.DomainCQ[epSet]) fed from their endpoints' verbs CQs: each
+// endpoint bound to one keeps a verbs CQ; reading the queue polls them
+// (ibv_poll_cq), and a blocking read has each endpoint's goroutine wait
+// on its completion channel (epSet.wait). The device moves the data on
+// its own (FI_PROGRESS_AUTO); completions wait in the verbs CQ until
+// read, as in C's provider. Its counters (kit.DomainCounter[epSet]) are
+// software counters fed alike.
 
 // epSet is the endpoints whose completions a queue or counter gets
 // (kit.Driver); the event queue has none: the rdma_cm goroutine posts to

@@ -40,7 +40,6 @@ type endpoint struct {
 	kit.MsgOps
 	kit.RMAOps
 
-	events    *eventQueue
 	enabledAt atomic.Bool
 
 	// cmMu guards the id's use against Close: every rdma_cm call on id
@@ -175,7 +174,6 @@ func (e *endpoint) Enable() error {
 		return err
 	}
 	b := &e.bind
-	e.events = b.EQ.(*eventQueue)
 	e.Resolve(b)
 	for _, s := range e.Sets {
 		s.Add(e)
@@ -417,15 +415,8 @@ func (e *endpoint) postError(code fi.Errno, provErr int, data []byte) {
 	}
 }
 
-func (e *endpoint) eventQueue() *eventQueue {
-	if e.events != nil {
-		return e.events
-	}
-	if q, ok := e.bind.EQ.(*eventQueue); ok {
-		return q
-	}
-	return nil
-}
+// eventQueue is where the endpoint posts its connection events.
+func (e *endpoint) eventQueue() *eventQueue { return kit.BoundEQ[epSet](&e.bind) }
 
 // Close closes the endpoint (fi_close; rdma_disconnect, rdma_destroy_qp,
 // rdma_destroy_id, ibv_destroy_cq): a connection is cut (the peer gets
