@@ -87,3 +87,20 @@ func TestBindOwn(t *testing.T) {
 	require.NoError(t, d.Close())
 	require.NoError(t, f.Close())
 }
+
+// TestEndpointInfo: an endpoint keeps a copy of its Info with its own
+// endpoint type, and the provider's capabilities where none were asked.
+func TestEndpointInfo(t *testing.T) {
+	in := &fi.Info{}
+	got := kit.EndpointInfo(in, fi.EPTypeRDM, fi.CapMsg|fi.CapTagged)
+	require.Equal(t, fi.EPTypeRDM, got.EPAttr.Type)
+	require.Equal(t, fi.CapMsg|fi.CapTagged, got.Caps)
+	require.Nil(t, in.EPAttr, "the caller's Info is not changed")
+
+	in = &fi.Info{Caps: fi.CapMsg, EPAttr: &fi.EPAttr{Type: fi.EPTypeUnspec, MaxMsgSize: 7}}
+	got = kit.EndpointInfo(in, fi.EPTypeMsg, fi.CapMsg|fi.CapRMA)
+	require.Equal(t, fi.EPTypeMsg, got.EPAttr.Type)
+	require.Equal(t, uint64(7), uint64(got.EPAttr.MaxMsgSize))
+	require.Equal(t, fi.CapMsg, got.Caps, "asked capabilities stay")
+	require.Equal(t, fi.EPTypeUnspec, in.EPAttr.Type)
+}

@@ -257,3 +257,18 @@ func BoundEQ[S any](b *Bindings) *FabricEQ[S] {
 	q, _ := b.EQ.(*FabricEQ[S])
 	return q
 }
+
+// EndpointInfo returns the Info an endpoint keeps and answers Info()
+// with (fi_endpoint): a copy of info, its endpoint type set to typ and,
+// where info asks for no capabilities, the provider's caps.
+func EndpointInfo(info *fi.Info, typ fi.EPType, caps fi.Caps) *fi.Info {
+	in := info.Clone()
+	if in.EPAttr == nil {
+		in.EPAttr = &fi.EPAttr{}
+	}
+	in.EPAttr.Type = typ
+	if in.Caps == 0 {
+		in.Caps = caps
+	}
+	return in
+}

@@ -112,14 +112,7 @@ func (d *domain) OpenEndpoint(info *fi.Info) (ep.Endpoint, error) {
 	if err := d.Acquire(kit.KindEndpoint, "open endpoint"); err != nil {
 		return nil, err
 	}
-	e := &endpoint{domain: d, info: info.Clone(), probe: new([2]uint64)}
-	if e.info.EPAttr == nil {
-		e.info.EPAttr = &fi.EPAttr{}
-	}
-	e.info.EPAttr.Type = fi.EPTypeRDM
-	if e.info.Caps == 0 {
-		e.info.Caps = infoCaps
-	}
+	e := &endpoint{domain: d, info: kit.EndpointInfo(info, fi.EPTypeRDM, infoCaps), probe: new([2]uint64)}
 	ops := kit.NewOps(e, "shm", e.info)
 	e.MsgOps, e.TaggedOps, e.RMAOps = kit.MsgOps{Ops: ops}, kit.TaggedOps{Ops: ops}, kit.RMAOps{Ops: ops}
 	e.bind.Init(e.info)

@@ -114,14 +114,7 @@ func (d *domain) OpenEndpoint(info *fi.Info) (ep.Endpoint, error) {
 	if err := d.Acquire(kit.KindEndpoint, "open endpoint"); err != nil {
 		return nil, err
 	}
-	e := &endpoint{domain: d, info: info.Clone(), params: d.fabric.params}
-	if e.info.EPAttr == nil {
-		e.info.EPAttr = &fi.EPAttr{Type: fi.EPTypeMsg}
-	}
-	e.info.EPAttr.Type = fi.EPTypeMsg
-	if e.info.Caps == 0 {
-		e.info.Caps = infoCaps
-	}
+	e := &endpoint{domain: d, info: kit.EndpointInfo(info, fi.EPTypeMsg, infoCaps), params: d.fabric.params}
 	ops := kit.NewOps(e, "tcp", e.info)
 	e.MsgOps, e.RMAOps = kit.MsgOps{Ops: ops}, kit.RMAOps{Ops: ops}
 	e.bind.Init(e.info)

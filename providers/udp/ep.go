@@ -89,14 +89,7 @@ func (d *domain) OpenEndpoint(info *fi.Info) (ep.Endpoint, error) {
 	if info.EPAttr != nil && info.EPAttr.Type != fi.EPTypeUnspec && info.EPAttr.Type != fi.EPTypeDgram {
 		return nil, errors.Wrapf(fi.EINVAL, "udp: open endpoint: ep type %v not supported (offers FI_EP_DGRAM)", info.EPAttr.Type)
 	}
-	e := &endpoint{domain: d, info: info.Clone(), family: unix.AF_INET}
-	if e.info.EPAttr == nil {
-		e.info.EPAttr = &fi.EPAttr{}
-	}
-	e.info.EPAttr.Type = fi.EPTypeDgram
-	if e.info.Caps == 0 {
-		e.info.Caps = infoCaps
-	}
+	e := &endpoint{domain: d, info: kit.EndpointInfo(info, fi.EPTypeDgram, infoCaps), family: unix.AF_INET}
 	e.MsgOps = kit.MsgOps{Ops: kit.NewOps(e, "udp", e.info)}
 	switch f := e.info.AddrFormat; {
 	case f == fi.FormatSockaddrIn6:

@@ -93,14 +93,7 @@ func (d *domain) OpenEndpoint(info *fi.Info) (ep.Endpoint, error) {
 	if err := d.Acquire(kit.KindEndpoint, "open endpoint"); err != nil {
 		return nil, err
 	}
-	e := &endpoint{domain: d, info: info.Clone(), cm: d.fabric.cm, kick: make(chan struct{}, 1)}
-	if e.info.EPAttr == nil {
-		e.info.EPAttr = &fi.EPAttr{}
-	}
-	e.info.EPAttr.Type = fi.EPTypeMsg
-	if e.info.Caps == 0 {
-		e.info.Caps = msgCaps
-	}
+	e := &endpoint{domain: d, info: kit.EndpointInfo(info, fi.EPTypeMsg, msgCaps), cm: d.fabric.cm, kick: make(chan struct{}, 1)}
 	ops := kit.NewOps(e, "verbs", e.info)
 	// Of the default receive flags, a receive takes these two.
 	ops.RxFlags &= fi.FlagCompletion | fi.FlagMore
