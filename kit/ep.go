@@ -272,3 +272,13 @@ func EndpointInfo(info *fi.Info, typ fi.EPType, caps fi.Caps) *fi.Info {
 	}
 	return in
 }
+
+// Canceled is fi_cancel's answer once the provider looked for the
+// operation: nil when it found it (the operation then completes with an
+// fi.ECANCELED error entry), bare fi.ENOENT when there is none to cancel.
+func Canceled(found bool) error {
+	if found {
+		return nil
+	}
+	return fi.ENOENT
+}

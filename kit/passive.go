@@ -294,3 +294,19 @@ func (p *Passive[S]) EndClose(reject func(handle fi.Fid, data []byte)) {
 	}
 	p.fabric.Release(KindPassiveEndpoint)
 }
+
+// ConnRequest returns the connection request an Info names (its Handle,
+// from an eq.ConnReq event; fi_endpoint opening the endpoint that will
+// accept it) as the provider's request type R: the zero R when the Info
+// names none, fi.EINVAL when the handle is not one of the provider's.
+func ConnRequest[R fi.Fid](prov string, info *fi.Info) (R, error) {
+	var zero R
+	if info.Handle == nil {
+		return zero, nil
+	}
+	r, ok := info.Handle.(R)
+	if !ok {
+		return zero, errors.Wrapf(fi.EINVAL, "%s: open endpoint: handle %T is not a %s connection request", prov, info.Handle, prov)
+	}
+	return r, nil
+}

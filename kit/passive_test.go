@@ -254,3 +254,20 @@ func TestRequestInfo(t *testing.T) {
 	require.NoError(t, p.Close())
 	require.NoError(t, f.Close())
 }
+
+// TestConnRequest: an Info names the provider's own request, none, or
+// another provider's, which opens no endpoint.
+func TestConnRequest(t *testing.T) {
+	r := &request{7}
+	got, err := kit.ConnRequest[*request]("tcp", &fi.Info{Handle: r})
+	require.NoError(t, err)
+	require.Same(t, r, got)
+	got, err = kit.ConnRequest[*request]("tcp", &fi.Info{})
+	require.NoError(t, err)
+	require.Nil(t, got)
+	q, err := kit.NewCQ(nil)
+	require.NoError(t, err)
+	defer q.Close()
+	_, err = kit.ConnRequest[*request]("tcp", &fi.Info{Handle: q})
+	require.EqualError(t, err, "tcp: open endpoint: handle *kit.CQ is not a tcp connection request: "+fi.EINVAL.Error())
+}

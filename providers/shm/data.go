@@ -181,9 +181,7 @@ func (e *endpoint) recv(iov [][]byte, src fi.Addr, ctx any, tagged bool, tag, ig
 	r := rxEntry{ctx: ctx, src: src, tagged: tagged, tag: tag, ignore: ignore,
 		report: !e.RxSel || flags&fi.FlagCompletion != 0}
 	r.niov = copy(r.iov[:], iov)
-	for _, b := range iov {
-		r.size += len(b)
-	}
+	r.size = kit.IOVLen(iov)
 	if e.info.Caps&fi.CapDirectedRecv == 0 {
 		r.src = fi.AddrUnspec
 	}

@@ -263,10 +263,7 @@ func (e *endpoint) Enable() error {
 func (e *endpoint) Cancel(ctx any) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.dp.cancelRecv(e, ctx) {
-		return nil
-	}
-	return fi.ENOENT
+	return kit.Canceled(e.dp.cancelRecv(e, ctx))
 }
 
 // Close closes the endpoint (fi_close): its peers are told it leaves,

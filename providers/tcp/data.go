@@ -6,6 +6,7 @@ import (
 	"github.com/cockroachdb/errors"
 	"github.com/gofabric/gofabric/ep"
 	"github.com/gofabric/gofabric/fi"
+	"github.com/gofabric/gofabric/internal/rxmwire"
 	"github.com/gofabric/gofabric/kit"
 )
 
@@ -35,7 +36,7 @@ type txArgs struct {
 	// pre[:npre] goes out before the payload as part of it: the rxm
 	// packet header (and rendezvous descriptor) of an RDM connection. An
 	// array, not a slice, so that callers' stacks do not escape.
-	pre  [rxmHeaderSize + rxmRndvDescSize]byte
+	pre  [rxmwire.HeaderSize + rxmwire.RndvDescSize]byte
 	npre int
 	// internal is an operation of the RDM layer (txEntry.internal);
 	// locked says the caller holds the endpoint's mu.
@@ -225,9 +226,7 @@ func (e *endpoint) PostRx(op kit.Op) error {
 		return err
 	}
 	r.niov = n
-	for _, b := range r.iov[:n] {
-		r.size += len(b)
-	}
+	r.size = kit.IOVLen(r.iov[:n])
 	return e.postRecv(&r)
 }
 

@@ -99,13 +99,9 @@ func (d *domain) OpenEndpoint(info *fi.Info) (ep.Endpoint, error) {
 	if info.EPAttr != nil && info.EPAttr.Type != fi.EPTypeUnspec && info.EPAttr.Type != fi.EPTypeMsg {
 		return nil, errors.Wrapf(fi.EINVAL, "tcp: open endpoint: ep type %v not supported (offers FI_EP_MSG and FI_EP_RDM)", info.EPAttr.Type)
 	}
-	var req *connReq
-	if info.Handle != nil {
-		r, ok := info.Handle.(*connReq)
-		if !ok {
-			return nil, errors.Wrapf(fi.EINVAL, "tcp: open endpoint: handle %T is not a tcp connection request", info.Handle)
-		}
-		req = r
+	req, err := kit.ConnRequest[*connReq]("tcp", info)
+	if err != nil {
+		return nil, err
 	}
 	txSize, rxSize, err := queueSizes(info, maxTxSize, maxRxSize, queueSize)
 	if err != nil {
@@ -191,10 +187,7 @@ func (e *endpoint) Enable() error {
 func (e *endpoint) Cancel(ctx any) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.dp.cancelRecv(e, ctx) {
-		return nil
-	}
-	return fi.ENOENT
+	return kit.Canceled(e.dp.cancelRecv(e, ctx))
 }
 
 // CMDataSize is the most private data Connect, Accept and Reject carry

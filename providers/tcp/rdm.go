@@ -14,6 +14,7 @@ import (
 	"github.com/gofabric/gofabric/ep"
 	"github.com/gofabric/gofabric/eq"
 	"github.com/gofabric/gofabric/fi"
+	"github.com/gofabric/gofabric/internal/rxmwire"
 	"github.com/gofabric/gofabric/kit"
 )
 
@@ -207,10 +208,7 @@ func (r *rdmEndpoint) SetName(addr []byte) error {
 // Cancel cancels the posted receive with context ctx (fi_cancel): it
 // completes with an fi.ECANCELED error entry; fi.ENOENT when there is none.
 func (r *rdmEndpoint) Cancel(ctx any) error {
-	if r.mt.cancel(r, ctx) {
-		return nil
-	}
-	return fi.ENOENT
+	return kit.Canceled(r.mt.cancel(r, ctx))
 }
 
 // Close closes the endpoint (fi_close): the listener stops, every
@@ -340,9 +338,9 @@ func (r *rdmEndpoint) connFor(p *rdmPeer) (*endpoint, error) {
 	if err != nil {
 		return nil, err
 	}
-	rec := rxmConnectRecord{port: r.self.Port(), flowCtrl: rxmFlowCtrlOff, eagerLimit: rxmEagerLimit,
-		rxSize: rxmRxSize, connID: rxmMakeConnID(r.pid, p.index)}
-	if err := c.Connect(p.name, appendRxmConnect(nil, &rec)); err != nil {
+	rec := rxmwire.ConnectRecord{Port: r.self.Port(), FlowCtrl: rxmwire.FlowCtrlOff, EagerLimit: rxmwire.EagerLimit,
+		RxSize: rxmwire.RxSize, ConnID: rxmwire.MakeConnID(r.pid, p.index)}
+	if err := c.Connect(p.name, rxmwire.AppendConnect(nil, &rec)); err != nil {
 		delete(r.conns, c)
 		r.closeLater(c)
 		return nil, errors.Wrap(err, "tcp: rdm: connect")
@@ -474,13 +472,13 @@ func (e *endpoint) alive() bool {
 // accepted checks the accept record of connection c's attempt and keeps
 // the peer's index for the headers, before the connection carries data.
 func (r *rdmEndpoint) accepted(c *endpoint, data []byte) bool {
-	var rec rxmAcceptRecord
-	if err := parseRxmAccept(data, &rec); err != nil {
+	var rec rxmwire.AcceptRecord
+	if err := rxmwire.ParseAccept(data, &rec); err != nil {
 		fi.Logger(provName).Warn("tcp: rdm: bad accept record", "peer", c.peer.addr, "err", err)
 		return false
 	}
-	c.dp.rx.connID = rxmConnIndex(rec.connID)
-	c.dp.rx.peerPID = rxmConnPID(rec.connID)
+	c.dp.rx.connID = rxmwire.ConnIndex(rec.ConnID)
+	c.dp.rx.peerPID = rxmwire.ConnPID(rec.ConnID)
 	return true
 }
 
@@ -522,23 +520,23 @@ func (r *rdmEndpoint) dropLocked(c *endpoint) {
 // connection fails (FI_TCP_USER_TIMEOUT, or a send on it); it retries
 // meanwhile, as C's rxm and this provider do after a reason-2 reject.
 func (r *rdmEndpoint) onRequest(req *connReq, data []byte) {
-	reject := func(reason rxmRejectReason) {
+	reject := func(reason rxmwire.RejectReason) {
 		if err := req.pep.Backlog.Take(req); err == nil {
-			req.reject(appendRxmReject(nil, reason))
+			req.reject(rxmwire.AppendReject(nil, reason))
 		}
 	}
-	var rec rxmConnectRecord
-	if err := parseRxmConnect(data, rxmEagerLimit, &rec); err != nil {
+	var rec rxmwire.ConnectRecord
+	if err := rxmwire.ParseConnect(data, rxmwire.EagerLimit, &rec); err != nil {
 		fi.Logger(provName).Warn("tcp: rdm: refused a connection request", "err", err)
-		reject(rxmRejectRefused)
+		reject(rxmwire.RejectRefused)
 		return
 	}
 	ip, _, err := fi.AddrPortFromSockaddr(req.peer)
 	if err != nil || r.closed.Load() {
-		reject(rxmRejectRefused)
+		reject(rxmwire.RejectRefused)
 		return
 	}
-	key := netip.AddrPortFrom(ip.Addr().Unmap(), rec.port)
+	key := netip.AddrPortFrom(ip.Addr().Unmap(), rec.Port)
 	// Whether the connection we have with the peer is alive: looked at
 	// outside cmMu (alive takes the connection's lock, which is held
 	// when its events take cmMu).
@@ -551,13 +549,13 @@ func (r *rdmEndpoint) onRequest(req *connReq, data []byte) {
 	if cur := p.conn.Load(); cur != old {
 		live = cur != nil // changed meanwhile: a new one is alive
 	}
-	pid := rxmConnPID(rec.connID)
+	pid := rxmwire.ConnPID(rec.ConnID)
 	var drop []*endpoint
 	if p.out != nil {
 		switch cmpAddrPort(key, r.self) {
 		case -1:
 			r.cmMu.Unlock()
-			reject(rxmRejectConnected)
+			reject(rxmwire.RejectConnected)
 			return
 		case 1:
 			drop = append(drop, p.out)
@@ -570,7 +568,7 @@ func (r *rdmEndpoint) onRequest(req *connReq, data []byte) {
 					"peer", key, "pid", pid, "connected pid", p.pid)
 			}
 			r.cmMu.Unlock()
-			reject(rxmRejectConnected)
+			reject(rxmwire.RejectConnected)
 			return
 		}
 		drop = append(drop, cur)
@@ -581,10 +579,10 @@ func (r *rdmEndpoint) onRequest(req *connReq, data []byte) {
 	c, err := r.newConn(req, p)
 	if err != nil {
 		r.cmMu.Unlock()
-		reject(rxmRejectRefused)
+		reject(rxmwire.RejectRefused)
 		return
 	}
-	c.dp.rx.connID = rxmConnIndex(rec.connID)
+	c.dp.rx.connID = rxmwire.ConnIndex(rec.ConnID)
 	c.dp.rx.peerPID = pid
 	p.pid = pid
 	// The connection carries our sends from now on: until Accept has put
@@ -596,8 +594,8 @@ func (r *rdmEndpoint) onRequest(req *connReq, data []byte) {
 	p.endSeries()
 	p.lastErr = 0
 	r.cmMu.Unlock()
-	acc := rxmAcceptRecord{connID: rxmMakeConnID(r.pid, p.index), rxSize: rxmRxSize, flowCtrl: rxmFlowCtrlOff}
-	if err := c.Accept(appendRxmAccept(nil, &acc)); err != nil || c.cs.State() != ep.CMConnected {
+	acc := rxmwire.AcceptRecord{ConnID: rxmwire.MakeConnID(r.pid, p.index), RxSize: rxmwire.RxSize, FlowCtrl: rxmwire.FlowCtrlOff}
+	if err := c.Accept(rxmwire.AppendAccept(nil, &acc)); err != nil || c.cs.State() != ep.CMConnected {
 		r.cmMu.Lock()
 		r.dropLocked(c)
 		r.cmMu.Unlock()

@@ -6,6 +6,7 @@ import (
 	"github.com/cockroachdb/errors"
 	"github.com/gofabric/gofabric/eq"
 	"github.com/gofabric/gofabric/fi"
+	"github.com/gofabric/gofabric/internal/rxmwire"
 	"github.com/gofabric/gofabric/kit"
 )
 
@@ -66,8 +67,8 @@ type rdmRx struct {
 	connID  uint64 // the peer's index for us: conn_id of what we send
 	ourID   uint64 // our index for the peer: conn_id of what we receive
 	peerPID uint32
-	buf     [rxmHeaderSize + rxmRndvDescSize]byte
-	h       rxmHeader
+	buf     [rxmwire.HeaderSize + rxmwire.RndvDescSize]byte
+	h       rxmwire.Header
 	msg     msgInfo
 	unexp   *unexpMsg
 }
@@ -78,7 +79,7 @@ type unexpMsg struct {
 	tagged bool
 	buf    []byte // eager payload
 	rndv   bool
-	desc   rxmRndvDesc
+	desc   rxmwire.RndvDesc
 	msgID  uint64
 	conn   *endpoint
 }
@@ -106,7 +107,7 @@ func (m *matcher) arrive(tagged bool, tag uint64, src fi.Addr) (rdmRecv, bool, *
 	}
 	if len(m.free) == 0 && m.n < unexpMax {
 		m.n++
-		m.free = append(m.free, &unexpMsg{buf: make([]byte, 0, rxmEagerLimit)})
+		m.free = append(m.free, &unexpMsg{buf: make([]byte, 0, rxmwire.EagerLimit)})
 	}
 	if len(m.free) == 0 {
 		m.starved = true
@@ -276,13 +277,13 @@ func recvFlags(tagged bool) fi.Flags {
 func (d *dataPath) rxmDispatch(e *endpoint, payload uint64) (bool, error) {
 	h := &d.rhdr
 	if !h.hasTag() {
-		if payload < rxmHeaderSize {
+		if payload < rxmwire.HeaderSize {
 			return false, fi.EIO
 		}
 		d.kind = rkRxmHdr
-		d.setDst1(d.rx.buf[:rxmHeaderSize], rxmHeaderSize)
+		d.setDst1(d.rx.buf[:rxmwire.HeaderSize], rxmwire.HeaderSize)
 	} else {
-		if payload > rxmEagerLimit {
+		if payload > rxmwire.EagerLimit {
 			return false, fi.EIO
 		}
 		m := &d.rx.msg
@@ -347,36 +348,36 @@ func (d *dataPath) rxmPacket(e *endpoint) (bool, error) {
 	if d.kind == rkRxmBody {
 		return d.rxmRndvReq(e)
 	}
-	if err := parseRxmHeader(rx.buf[:rxmHeaderSize], d.rleft, h); err != nil {
+	if err := rxmwire.ParseHeader(rx.buf[:rxmwire.HeaderSize], d.rleft, h); err != nil {
 		return false, err
 	}
-	if h.connID != rx.ourID {
+	if h.ConnID != rx.ourID {
 		return false, fi.EIO
 	}
-	switch h.typ {
-	case rxmEager:
-		if h.size > rxmEagerLimit {
+	switch h.Type {
+	case rxmwire.TypeEager:
+		if h.Size > rxmwire.EagerLimit {
 			return false, fi.EIO
 		}
-		tagged := h.op == rxmOpTagged
-		rx.msg = msgInfo{flags: recvFlags(tagged), tag: h.tag, size: h.size, src: d.rdm.source(e.peer)}
+		tagged := h.Op == rxmwire.OpTagged
+		rx.msg = msgInfo{flags: recvFlags(tagged), tag: h.Tag, size: h.Size, src: d.rdm.source(e.peer)}
 		if !tagged {
 			rx.msg.tag = 0
 		}
-		if h.hasCQData() {
+		if h.HasCQData() {
 			rx.msg.flags |= fi.FlagRemoteCQData
-			rx.msg.data = h.data
+			rx.msg.data = h.Data
 		}
 		return d.rxmMatch(e, tagged), nil
-	case rxmRndvReq:
-		if h.size > uint64(maxInt) {
+	case rxmwire.TypeRndvReq:
+		if h.Size > uint64(maxInt) {
 			return false, fi.EIO
 		}
 		d.kind = rkRxmBody
-		d.setDst1(rx.buf[rxmHeaderSize:], rxmRndvDescSize)
+		d.setDst1(rx.buf[rxmwire.HeaderSize:], rxmwire.RndvDescSize)
 		return true, nil
-	case rxmRndvReadDone:
-		if !d.rdm.readDone(e, h.msgID) {
+	case rxmwire.TypeRndvReadDone:
+		if !d.rdm.readDone(e, h.MsgID) {
 			return false, fi.EIO
 		}
 		d.kind = rkDrop
@@ -393,24 +394,24 @@ func (d *dataPath) rxmPacket(e *endpoint) (bool, error) {
 func (d *dataPath) rxmRndvReq(e *endpoint) (bool, error) {
 	rx := &d.rx
 	h := &rx.h
-	var desc rxmRndvDesc
-	if err := parseRxmRndv(rx.buf[rxmHeaderSize:], h.size, &desc); err != nil {
+	var desc rxmwire.RndvDesc
+	if err := rxmwire.ParseRndv(rx.buf[rxmwire.HeaderSize:], h.Size, &desc); err != nil {
 		return false, err
 	}
-	tagged := h.op == rxmOpTagged
-	rx.msg = msgInfo{flags: recvFlags(tagged), tag: h.tag, size: h.size, src: d.rdm.source(e.peer)}
+	tagged := h.Op == rxmwire.OpTagged
+	rx.msg = msgInfo{flags: recvFlags(tagged), tag: h.Tag, size: h.Size, src: d.rdm.source(e.peer)}
 	if !tagged {
 		rx.msg.tag = 0
 	}
-	if h.hasCQData() {
+	if h.HasCQData() {
 		rx.msg.flags |= fi.FlagRemoteCQData
-		rx.msg.data = h.data
+		rx.msg.data = h.Data
 	}
 	r := d.rdm
 	r.mu.Lock()
 	rcv, ok, u := r.mt.arrive(tagged, rx.msg.tag, rx.msg.src)
 	if u != nil {
-		u.msgInfo, u.tagged, u.rndv, u.desc, u.msgID, u.conn = rx.msg, tagged, true, desc, h.msgID, e
+		u.msgInfo, u.tagged, u.rndv, u.desc, u.msgID, u.conn = rx.msg, tagged, true, desc, h.MsgID, e
 		if tagged {
 			r.mt.tunexp = append(r.mt.tunexp, u)
 		} else {
@@ -421,7 +422,7 @@ func (d *dataPath) rxmRndvReq(e *endpoint) (bool, error) {
 	if !ok && u == nil {
 		return false, nil
 	}
-	if ok && !r.startReads(e, &rcv, &rx.msg, &desc, h.msgID) {
+	if ok && !r.startReads(e, &rcv, &rx.msg, &desc, h.MsgID) {
 		r.failRecvCtx(rcv.ctx, rx.msg.flags, fi.ECANCELED)
 	}
 	d.kind = rkDrop
@@ -513,17 +514,17 @@ type rndvRecv struct {
 // out when they all completed. It reports false, and does nothing, when c
 // cannot carry the first read (it is gone): the caller decides what
 // becomes of the receive.
-func (r *rdmEndpoint) startReads(c *endpoint, rcv *rdmRecv, info *msgInfo, desc *rxmRndvDesc, msgID uint64) bool {
+func (r *rdmEndpoint) startReads(c *endpoint, rcv *rdmRecv, info *msgInfo, desc *rxmwire.RndvDesc, msgID uint64) bool {
 	rr := &rndvRecv{ctx: rcv.ctx, report: rcv.report, info: *info, msgID: msgID}
 	want := int(min(info.size, uint64(rcv.size)))
 	off := 0
-	for _, v := range desc.iovs() {
+	for _, v := range desc.IOVs() {
 		if want == 0 {
 			break
 		}
-		n := int(min(v.len, uint64(want)))
+		n := int(min(v.Len, uint64(want)))
 		a := txArgs{ctx: rr, internal: true, locked: true, nrma: 1}
-		a.rma[0] = rmaIOV{addr: v.addr, len: uint64(n), key: v.key}
+		a.rma[0] = rmaIOV{addr: v.Addr, len: uint64(n), key: v.Key}
 		a.niov = sliceIOV(&a.iov, rcv.iov[:rcv.niov], off, n)
 		if a.niov < 0 {
 			break // more pieces than an operation takes: truncated
@@ -597,9 +598,9 @@ func (r *rdmEndpoint) rndvFinish(c *endpoint, rr *rndvRecv) {
 		r.failRecvCtx(rr.ctx, rr.info.flags, rr.err)
 		return
 	}
-	h := rxmHeader{typ: rxmRndvReadDone, connID: c.dp.rx.connID, msgID: rr.msgID}
+	h := rxmwire.Header{Type: rxmwire.TypeRndvReadDone, ConnID: c.dp.rx.connID, MsgID: rr.msgID}
 	a := txArgs{internal: true, locked: true}
-	a.npre = putRxmHeader(a.pre[:], &h)
+	a.npre = rxmwire.PutHeader(a.pre[:], &h)
 	if err := c.post(&a, txSend); err != nil {
 		r.failRecvCtx(rr.ctx, rr.info.flags, fi.Code(err))
 		return
@@ -640,7 +641,7 @@ func (r *rdmEndpoint) sendRndv(c *endpoint, a *rdmArgs, n int) error {
 	if a.tagged {
 		s.cqFlags = fi.FlagSend | fi.FlagTagged
 	}
-	var desc rxmRndvDesc
+	var desc rxmwire.RndvDesc
 	for _, b := range a.iov[:a.niov] {
 		if len(b) == 0 {
 			continue
@@ -660,23 +661,23 @@ func (r *rdmEndpoint) sendRndv(c *endpoint, a *rdmArgs, n int) error {
 			r.rndvMu.Unlock()
 			return errors.Wrap(err, "tcp: rdm: rendezvous registration")
 		}
-		s.mrs[desc.count] = mr
-		desc.iov[desc.count] = rmaIOV{addr: 0, len: uint64(len(b)), key: mr.Key()}
-		desc.count++
+		s.mrs[desc.Count] = mr
+		desc.IOV[desc.Count] = rxmwire.RMAIOV{Addr: 0, Len: uint64(len(b)), Key: mr.Key()}
+		desc.Count++
 	}
 	gen := s.gen
 	r.rndvMu.Unlock()
 
-	h := rxmHeader{typ: rxmRndvReq, connID: c.dp.rx.connID, msgID: rndvID(i, gen), size: uint64(n)}
+	h := rxmwire.Header{Type: rxmwire.TypeRndvReq, ConnID: c.dp.rx.connID, MsgID: rndvID(i, gen), Size: uint64(n)}
 	if a.tagged {
-		h.op, h.tag = rxmOpTagged, a.tag
+		h.Op, h.Tag = rxmwire.OpTagged, a.tag
 	}
 	if a.flags&fi.FlagRemoteCQData != 0 {
-		h.flags, h.data = rxmFlagCQData, a.data
+		h.Flags, h.Data = rxmwire.FlagCQData, a.data
 	}
 	t := txArgs{internal: true}
-	t.npre = putRxmHeader(t.pre[:], &h)
-	t.npre += putRxmRndv(t.pre[rxmHeaderSize:], &desc)
+	t.npre = rxmwire.PutHeader(t.pre[:], &h)
+	t.npre += rxmwire.PutRndv(t.pre[rxmwire.HeaderSize:], &desc)
 	if err := c.post(&t, txSend); err != nil {
 		r.rndvMu.Lock()
 		if s.inUse && s.gen == gen {
@@ -803,19 +804,19 @@ func (r *rdmEndpoint) send(a *rdmArgs) error {
 	if err != nil {
 		return err
 	}
-	if n > rxmEagerLimit {
+	if n > rxmwire.EagerLimit {
 		err = r.sendRndv(c, a, n)
 	} else {
 		t := txArgs{iov: a.iov, niov: a.niov, ctx: a.ctx, flags: a.flags, inject: a.inject, data: a.data}
 		if a.tagged {
 			t.tagged, t.tag = true, a.tag
 		} else {
-			h := rxmHeader{typ: rxmEager, connID: c.dp.rx.connID, size: uint64(n)}
+			h := rxmwire.Header{Type: rxmwire.TypeEager, ConnID: c.dp.rx.connID, Size: uint64(n)}
 			if a.flags&fi.FlagRemoteCQData != 0 {
-				h.flags, h.data = rxmFlagCQData, a.data
+				h.Flags, h.Data = rxmwire.FlagCQData, a.data
 				t.flags &^= fi.FlagRemoteCQData
 			}
-			t.npre = putRxmHeader(t.pre[:], &h)
+			t.npre = rxmwire.PutHeader(t.pre[:], &h)
 		}
 		err = c.post(&t, txSend)
 	}
@@ -836,9 +837,7 @@ func (r *rdmEndpoint) recv(iov [][]byte, src fi.Addr, ctx any, tagged bool, tag,
 	rcv := rdmRecv{ctx: ctx, src: src, tagged: tagged, tag: tag, ignore: ignore,
 		report: !r.RxSel || flags&fi.FlagCompletion != 0}
 	rcv.niov = copy(rcv.iov[:], iov)
-	for _, b := range iov {
-		rcv.size += len(b)
-	}
+	rcv.size = kit.IOVLen(iov)
 	if r.info.Caps&fi.CapDirectedRecv == 0 {
 		rcv.src = fi.AddrUnspec
 	}

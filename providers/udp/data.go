@@ -133,9 +133,7 @@ func (e *endpoint) PostRx(op kit.Op) error {
 		return fi.EINVAL
 	}
 	x.niov = n
-	for _, b := range x.iov[:n] {
-		x.size += len(b)
-	}
+	x.size = kit.IOVLen(x.iov[:n])
 	return e.postRecv(&x)
 }
 

@@ -289,10 +289,7 @@ func (e *endpoint) Name(buf []byte) (int, error) {
 func (e *endpoint) Cancel(ctx any) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.rx.cancel(e, ctx) {
-		return nil
-	}
-	return fi.ENOENT
+	return kit.Canceled(e.rx.cancel(e, ctx))
 }
 
 // Close closes the endpoint (fi_close): posted receives complete with

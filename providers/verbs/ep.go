@@ -82,13 +82,9 @@ func (d *domain) OpenEndpoint(info *fi.Info) (ep.Endpoint, error) {
 	if info.EPAttr != nil && info.EPAttr.Type != fi.EPTypeUnspec && info.EPAttr.Type != fi.EPTypeMsg {
 		return nil, errors.Wrapf(fi.EINVAL, "verbs: open endpoint: ep type %v not supported (offers FI_EP_MSG)", info.EPAttr.Type)
 	}
-	var req *connReq
-	if info.Handle != nil {
-		r, ok := info.Handle.(*connReq)
-		if !ok {
-			return nil, errors.Wrapf(fi.EINVAL, "verbs: open endpoint: handle %T is not a verbs connection request", info.Handle)
-		}
-		req = r
+	req, err := kit.ConnRequest[*connReq]("verbs", info)
+	if err != nil {
+		return nil, err
 	}
 	if err := d.Acquire(kit.KindEndpoint, "open endpoint"); err != nil {
 		return nil, err
