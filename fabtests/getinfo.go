@@ -20,11 +20,15 @@ func testGetInfo(t *testing.T, s *suite) {
 			require.NotNil(t, in.EPAttr)
 			require.NotNil(t, in.TxAttr)
 			require.NotNil(t, in.RxAttr)
-			require.Equal(t, s.cfg.Provider, fi.CoreProviderName(in.FabricAttr.ProvName))
+			s.requireOwn(t, in)
 			require.NotEmpty(t, in.FabricAttr.Name, "fabric name")
 			require.NotEmpty(t, in.DomainAttr.Name, "domain name")
 			require.NotEqual(t, fi.EPTypeUnspec, in.EPAttr.Type)
 			require.NotZero(t, in.Caps&fi.PrimaryCaps, "no primary capability")
+			// The primary caps of the attributes are the entry's too
+			// (fi_getinfo(3): the entry's caps cover its attributes').
+			require.Zero(t, in.TxAttr.Caps&fi.PrimaryCaps&^in.Caps, "tx caps %v beyond the entry's %v", in.TxAttr.Caps, in.Caps)
+			require.Zero(t, in.RxAttr.Caps&fi.PrimaryCaps&^in.Caps, "rx caps %v beyond the entry's %v", in.RxAttr.Caps, in.Caps)
 			require.NotEqual(t, fi.FormatUnspec, in.AddrFormat)
 		}
 	})
@@ -99,7 +103,7 @@ func testGetInfo(t *testing.T, s *suite) {
 		infos, err := fi.GetInfo(s.ctx(t), "", "", 0, nil)
 		require.NoError(t, err)
 		for _, in := range infos {
-			require.Equal(t, s.cfg.Provider, fi.CoreProviderName(in.FabricAttr.ProvName))
+			s.requireOwn(t, in)
 		}
 	})
 
@@ -133,4 +137,16 @@ func (s *suite) service(i int) string {
 		return s.cfg.Service
 	}
 	return strconv.Itoa(49152 + i)
+}
+
+// requireOwn fails unless in is an entry of the provider under test: its
+// provider name is Config.Provider, or has it as its core ("tcp;ofi_rxm"
+// for "tcp"; a layered Config.Provider, "tcp;ofi_rxm", names only its
+// own entries).
+func (s *suite) requireOwn(t testing.TB, in *fi.Info) {
+	t.Helper()
+	name := in.FabricAttr.ProvName
+	if name != s.cfg.Provider {
+		require.Equal(t, s.cfg.Provider, fi.CoreProviderName(name), "entry of provider %s", name)
+	}
 }

@@ -1,5 +1,7 @@
 package fi
 
+import "strings"
+
 // Fid is the base of every fabric object (struct fid): all it requires is
 // Close, which mirrors fi_close(3).
 //
@@ -132,18 +134,22 @@ func RegisterMR(d Domain, attr *MRAttr, flags Flags) (MR, error) {
 }
 
 // OpenFabric opens the fabric described by info.FabricAttr with the provider
-// it names (fi_fabric(3)).
+// it names (fi_fabric(3)). A layered name ("tcp;ofi_rxm") goes, as in C's
+// fi_fabric, to the provider registered under the whole name, else to the
+// one registered under its last component (the utility provider on top,
+// "ofi_rxm", which opens what it layers over itself), else to the one
+// registered under its first (the core, "tcp"). The provider gets
+// info.FabricAttr as it is, layered name included.
 func OpenFabric(info *Info) (Fabric, error) {
 	if info == nil || info.FabricAttr == nil {
 		return nil, wrapf(EINVAL, "fi: open fabric: info has no fabric attributes")
 	}
-	name := CoreProviderName(info.FabricAttr.ProvName)
-	p, ok := lookupProvider(info.FabricAttr.ProvName)
-	if !ok {
-		p, ok = lookupProvider(name)
+	full := info.FabricAttr.ProvName
+	top := full[strings.LastIndex(full, ";")+1:]
+	for _, name := range []string{full, top, CoreProviderName(full)} {
+		if p, ok := lookupProvider(name); ok {
+			return p.OpenFabric(info.FabricAttr)
+		}
 	}
-	if !ok {
-		return nil, wrapf(ENODATA, "fi: open fabric: no provider %q registered", info.FabricAttr.ProvName)
-	}
-	return p.OpenFabric(info.FabricAttr)
+	return nil, wrapf(ENODATA, "fi: open fabric: no provider %q registered", full)
 }

@@ -52,6 +52,21 @@ func ProvNameMatches(sel, name string) bool {
 	return false
 }
 
+// UtilityPrefix begins the registered name of every utility provider
+// ("ofi_rxm"), as in libfabric (OFI_UTIL_PREFIX).
+const UtilityPrefix = "ofi_"
+
+// IsUtilityProvider reports whether name, a registered provider's name,
+// is a utility provider's: a plain name (no ';') that begins with
+// UtilityPrefix, in any case, as libfabric tells them apart. A utility
+// layers over core providers and names its entries "<core>;<utility>"
+// ("tcp;ofi_rxm"); GetInfo asks it under every FI_PROVIDER list and hints
+// prov name that does not exclude it by name.
+func IsUtilityProvider(name string) bool {
+	return len(name) > len(UtilityPrefix) && !strings.Contains(name, ";") &&
+		strings.EqualFold(name[:len(UtilityPrefix)], UtilityPrefix)
+}
+
 // provFilter is a parsed FI_PROVIDER or FI_LOG_PROV value.
 type provFilter struct {
 	raw    string   // the variable's value, for messages
@@ -82,7 +97,11 @@ func (f provFilter) allows(name string) bool {
 // mayAllow reports whether the filter may let any entry of the provider
 // named name through; known holds the lower-case names of all candidate
 // providers. A plain name that is no provider's is taken for a utility
-// layer ("ofi_rxm") that any provider may offer.
+// layer ("ofi_rxm") that any provider may offer. A utility provider
+// (IsUtilityProvider) is left out only by an exclusion of its name: a
+// positive filter selects the cores it may layer over, and filterInfos
+// keeps those of its entries the filter selects (C's fi_getinfo: positive
+// FI_PROVIDER filters apply to core providers only).
 func (f provFilter) mayAllow(name string, known map[string]bool) bool {
 	if len(f.names) == 0 {
 		return true
@@ -90,6 +109,9 @@ func (f provFilter) mayAllow(name string, known map[string]bool) bool {
 	core := CoreProviderName(name) // a registered layering ("tcp;hook") has its core's entries
 	if f.negate {
 		return !slices.ContainsFunc(f.names, func(sel string) bool { return strings.EqualFold(sel, core) })
+	}
+	if IsUtilityProvider(name) {
+		return true
 	}
 	return slices.ContainsFunc(f.names, func(sel string) bool {
 		if strings.Contains(sel, ";") {
@@ -188,7 +210,10 @@ func GetInfo(ctx context.Context, node, service string, flags Flags, hints *Info
 // use, or, starting with '^', of names to leave out; hints.FabricAttr.ProvName
 // selects too. Both match entry provider names as [ProvNameMatches] does,
 // so "tcp" keeps "tcp;ofi_rxm" entries and "tcp;ofi_rxm" keeps only those.
-// A provider whose entries none of them could select is not asked.
+// A provider whose entries none of them could select is not asked; a
+// utility provider ([IsUtilityProvider], "ofi_rxm") is asked under every
+// list of names (they select the cores it layers over, as in libfabric),
+// and left out only by an exclusion of its own name ("^ofi_rxm").
 //
 // When nothing matches, the error has a *NoMatchError (ENODATA) in its
 // chain that gives each provider's reason; the advice that goes with the

@@ -432,3 +432,125 @@ func TestGetInfoHints(t *testing.T) {
 		require.Empty(t, hintsOf(err))
 	})
 }
+
+func TestIsUtilityProvider(t *testing.T) {
+	for name, want := range map[string]bool{
+		"ofi_rxm": true, "OFI_RXD": true, "ofi_gorxm": true,
+		"tcp": false, "ofi_": false, "ofi": false, "tcp;ofi_rxm": false, "ofi_rxm;hook": false, "": false,
+	} {
+		require.Equal(t, want, fi.IsUtilityProvider(name), name)
+	}
+}
+
+// TestGetInfoUtilityProvider: a registered utility provider ("ofi_rxm",
+// entries "<core>;ofi_rxm") is asked under every FI_PROVIDER list and
+// hints prov name but an exclusion of its own name, and its entries are
+// kept as the filters select them, as C's fi_getinfo does.
+func TestGetInfoUtilityProvider(t *testing.T) {
+	for _, tc := range []struct {
+		name, env, hintProv string
+		want, called        []string
+	}{
+		{name: "everything", want: []string{"tcp;ofi_rxm", "verbs;ofi_rxm", "tcp", "verbs"},
+			called: []string{"ofi_rxm", "tcp", "verbs"}},
+		{name: "env core", env: "tcp", want: []string{"tcp;ofi_rxm", "tcp"}, called: []string{"ofi_rxm", "tcp"}},
+		{name: "env core, other case", env: "TCP", want: []string{"tcp;ofi_rxm", "tcp"}, called: []string{"ofi_rxm", "tcp"}},
+		{name: "env utility", env: "ofi_rxm", want: []string{"tcp;ofi_rxm", "verbs;ofi_rxm"}, called: []string{"ofi_rxm"}},
+		{name: "env layered", env: "tcp;ofi_rxm", want: []string{"tcp;ofi_rxm"}, called: []string{"ofi_rxm", "tcp"}},
+		{name: "env exclude utility", env: "^ofi_rxm", want: []string{"tcp", "verbs"}, called: []string{"tcp", "verbs"}},
+		{name: "env exclude utility, other case", env: "^OFI_RXM", want: []string{"tcp", "verbs"}, called: []string{"tcp", "verbs"}},
+		{name: "env exclude core", env: "^tcp", want: []string{"verbs;ofi_rxm", "verbs"}, called: []string{"ofi_rxm", "verbs"}},
+		{name: "env exclude layering", env: "^tcp;ofi_rxm", want: []string{"verbs;ofi_rxm", "tcp", "verbs"},
+			called: []string{"ofi_rxm", "tcp", "verbs"}},
+		{name: "hint core", hintProv: "tcp", want: []string{"tcp;ofi_rxm", "tcp"}, called: []string{"ofi_rxm", "tcp"}},
+		{name: "hint utility", hintProv: "ofi_rxm", want: []string{"tcp;ofi_rxm", "verbs;ofi_rxm"}, called: []string{"ofi_rxm"}},
+		{name: "hint layered", hintProv: "tcp;ofi_rxm", want: []string{"tcp;ofi_rxm"}, called: []string{"ofi_rxm", "tcp"}},
+		{name: "hint other layered", hintProv: "verbs;ofi_rxm", want: []string{"verbs;ofi_rxm"}, called: []string{"ofi_rxm", "verbs"}},
+		{name: "env core and hint utility", env: "verbs", hintProv: "ofi_rxm", want: []string{"verbs;ofi_rxm"}, called: []string{"ofi_rxm"}},
+		{name: "env excludes utility, hint asks for it", env: "^ofi_rxm", hintProv: "ofi_rxm"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("FI_PROVIDER", tc.env)
+			rxm := newGIProv("ofi_rxm", "tcp;ofi_rxm", "verbs;ofi_rxm")
+			tcp, verbs := newGIProv("tcp"), newGIProv("verbs")
+			var hints *fi.Info
+			if tc.hintProv != "" {
+				hints = &fi.Info{FabricAttr: &fi.FabricAttr{ProvName: tc.hintProv}}
+			}
+			fi.SetRegistryForTest(t, verbs, rxm, tcp)
+			infos, err := fi.GetInfo(context.Background(), "", "", 0, hints)
+			if tc.want == nil {
+				require.ErrorIs(t, err, fi.ENODATA)
+				require.Contains(t, err.Error(), "ofi_rxm: excluded by FI_PROVIDER=^ofi_rxm")
+				require.Empty(t, giCalled(rxm))
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tc.want, giProvNames(infos))
+			require.Equal(t, tc.called, giCalled(rxm, tcp, verbs))
+		})
+	}
+	t.Run("entries no filter selects", func(t *testing.T) {
+		t.Setenv("FI_PROVIDER", "udp")
+		rxm, udp := newGIProv("ofi_rxm", "tcp;ofi_rxm"), newGIProv("udp")
+		infos, err := fi.GetInfoFrom(context.Background(), []fi.Provider{rxm, udp}, "", "", 0, nil)
+		require.NoError(t, err)
+		require.Equal(t, []string{"udp"}, giProvNames(infos))
+		require.Equal(t, []string{"ofi_rxm", "udp"}, giCalled(rxm, udp), "the utility is asked, its entries left out")
+	})
+}
+
+// ofProv is a fake provider whose OpenFabric records the attributes and
+// returns an ofFabric naming it.
+type ofProv struct {
+	*giProv
+	got *fi.FabricAttr
+}
+
+func (p *ofProv) OpenFabric(attr *fi.FabricAttr) (fi.Fabric, error) {
+	p.got = attr
+	return ofFabric(p.name), nil
+}
+
+// ofFabric is a fabric that says which provider opened it.
+type ofFabric string
+
+func (ofFabric) Close() error                           { return nil }
+func (ofFabric) OpenDomain(*fi.Info) (fi.Domain, error) { return nil, fi.ENOSYS }
+
+// TestOpenFabricLayered: a layered name opens the fabric of the provider
+// registered under the whole name, else under its last component (the
+// utility on top), else under its first (the core), as C's fi_fabric
+// does, and that provider gets the attributes with the layered name.
+func TestOpenFabricLayered(t *testing.T) {
+	reg := func(names ...string) {
+		var provs []fi.Provider
+		for _, n := range names {
+			provs = append(provs, &ofProv{giProv: newGIProv(n)})
+		}
+		fi.SetRegistryForTest(t, provs...)
+	}
+	reg("tcp", "verbs", "ofi_rxm", "tcp;hook")
+	for name, want := range map[string]string{
+		"tcp":           "tcp",
+		"tcp;ofi_rxm":   "ofi_rxm",
+		"verbs;ofi_rxm": "ofi_rxm",
+		"tcp;hook":      "tcp;hook",
+		"tcp;ofi_none":  "tcp",
+		"verbs;hook":    "verbs",
+	} {
+		attr := &fi.FabricAttr{Name: "f", ProvName: name}
+		f, err := fi.OpenFabric(&fi.Info{FabricAttr: attr})
+		require.NoError(t, err, name)
+		require.Equal(t, ofFabric(want), f, name)
+		p, ok := fi.LookupProvider(want)
+		require.True(t, ok)
+		require.Same(t, attr, p.(*ofProv).got, "%s: the attributes reach the provider as they are", name)
+	}
+	for _, name := range []string{"udp", "udp;ofi_none", "ofi_none", ""} {
+		_, err := fi.OpenFabric(&fi.Info{FabricAttr: &fi.FabricAttr{ProvName: name}})
+		require.ErrorIs(t, err, fi.ENODATA, name)
+	}
+	_, err := fi.OpenFabric(&fi.Info{})
+	require.ErrorIs(t, err, fi.EINVAL)
+}

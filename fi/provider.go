@@ -36,6 +36,14 @@ var registry struct {
 // p.Name(). It is meant to be called from a provider package's init, like
 // database/sql.Register, and panics if p is nil, its name is empty, or a
 // provider of that name is already registered.
+//
+// A name that begins with UtilityPrefix ("ofi_rxm") registers a utility
+// provider, as in libfabric: one that layers over core providers, whose
+// entries are named "<core>;<name>". GetInfo asks it whenever FI_PROVIDER
+// or the hints' prov name select any provider and do not exclude it by
+// name, and OpenFabric hands it the fabrics of the layered names that end
+// in its name. A layered name ("tcp;hook") registers one layering of one
+// core.
 func Register(p Provider) {
 	if p == nil {
 		panic("fi: Register provider is nil")

@@ -33,7 +33,8 @@ func layer(path string) (rank int, name string) {
 		return 1, "eq"
 	case rel == "ep":
 		return 2, "ep"
-	case strings.HasPrefix(rel, "kit"), rel == "internal/netif", rel == "internal/sockpoll", rel == "internal/linuxonly":
+	case strings.HasPrefix(rel, "kit"), rel == "internal/netif", rel == "internal/sockpoll", rel == "internal/linuxonly",
+		rel == "internal/rxmwire":
 		return 3, "kit"
 	case strings.HasPrefix(rel, "providers/") && rel != "providers/all":
 		return 4, "providers"
@@ -90,7 +91,7 @@ func TestCgoOnlyWhereAllowed(t *testing.T) {
 func TestLayerRanks(t *testing.T) {
 	for path, want := range map[string]int{
 		module + "/fi": 0, module + "/eq": 1, module + "/ep": 2,
-		module + "/kit": 3, module + "/providers/tcp": 4,
+		module + "/kit": 3, module + "/internal/rxmwire": 3, module + "/providers/tcp": 4,
 		module + "/fabtests": 5, module + "/cmd/fi_info": 5,
 	} {
 		got, _ := layer(path)

@@ -5,6 +5,7 @@ package tcp
 import (
 	"github.com/gofabric/gofabric/eq"
 	"github.com/gofabric/gofabric/fi"
+	"github.com/gofabric/gofabric/internal/rxmwire"
 	"github.com/gofabric/gofabric/kit"
 	"golang.org/x/sys/unix"
 )
@@ -63,7 +64,7 @@ type txEntry struct {
 // hdrRoom is the room after the tcp header: an injected payload, or an rxm
 // packet header with a rendezvous descriptor, or an rxm header with an
 // injected payload.
-const hdrRoom = max(injectSize, rxmHeaderSize+rxmRndvDescSize, rxmHeaderSize+rdmInjectSize)
+const hdrRoom = max(injectSize, rxmwire.HeaderSize+rxmwire.RndvDescSize, rxmwire.HeaderSize+rdmInjectSize)
 
 // segments appends the entry's unsent bytes, from offset off, to v.
 func (t *txEntry) segments(v *iovec, off int) bool {

@@ -1,6 +1,4 @@
-//go:build linux
-
-package tcp
+package rxmwire
 
 import (
 	"bytes"
@@ -11,8 +9,8 @@ import (
 	"github.com/gofabric/gofabric/fi"
 )
 
-// FuzzRxmHeader checks parseRxmHeader and, on what follows a type 2 or 7
-// header, parseRxmRndv on hostile input: they never panic and fail only
+// FuzzRxmHeader checks ParseHeader and, on what follows a type 2 or 7
+// header, ParseRndv on hostile input: they never panic and fail only
 // with bare fi.EIO; a header they accept re-encodes to the same 64 bytes
 // (the op version, which is not kept, as 2), and a descriptor to the same
 // 104 bytes with the entries past count and the padding zeroed; an accepted
@@ -23,40 +21,40 @@ func FuzzRxmHeader(f *testing.F) {
 		f.Add(append(unhex(f, c.wire), unhex(f, c.desc)...), c.rest)
 	}
 	f.Fuzz(func(t *testing.T, b []byte, rest uint64) {
-		var h rxmHeader
-		if err := parseRxmHeader(b, rest, &h); err != nil {
+		var h Header
+		if err := ParseHeader(b, rest, &h); err != nil {
 			require.Equal(t, fi.EIO, err)
 			return
 		}
-		want := bytes.Clone(b[:rxmHeaderSize])
-		want[32] = rxmOpVersion
-		var out [rxmHeaderSize]byte
-		require.Equal(t, rxmHeaderSize, putRxmHeader(out[:], &h))
+		want := bytes.Clone(b[:HeaderSize])
+		want[32] = OpVersion
+		var out [HeaderSize]byte
+		require.Equal(t, HeaderSize, PutHeader(out[:], &h))
 		require.Equal(t, want, out[:])
 
-		if h.typ != rxmRndvReq && h.typ != rxmRndvWriteData {
+		if h.Type != TypeRndvReq && h.Type != TypeRndvWriteData {
 			return
 		}
-		size := h.size
-		if h.typ == rxmRndvWriteData {
-			size = rxmRndvAnyLength
+		size := h.Size
+		if h.Type == TypeRndvWriteData {
+			size = RndvAnyLength
 		}
-		body := b[rxmHeaderSize:min(len(b), rxmHeaderSize+rxmRndvDescSize)]
-		var d rxmRndvDesc
-		if err := parseRxmRndv(body, size, &d); err != nil {
+		body := b[HeaderSize:min(len(b), HeaderSize+RndvDescSize)]
+		var d RndvDesc
+		if err := ParseRndv(body, size, &d); err != nil {
 			require.Equal(t, fi.EIO, err)
 			return
 		}
-		require.GreaterOrEqual(t, d.count, uint8(1))
-		require.LessOrEqual(t, d.count, uint8(rxmRndvIOVLimit))
-		if h.typ == rxmRndvReq {
-			require.Equal(t, h.size, d.len())
+		require.GreaterOrEqual(t, d.Count, uint8(1))
+		require.LessOrEqual(t, d.Count, uint8(RndvIOVLimit))
+		if h.Type == TypeRndvReq {
+			require.Equal(t, h.Size, d.Len())
 		}
-		wantDesc := make([]byte, rxmRndvDescSize)
-		copy(wantDesc, body[:rmaIOVSize*int(d.count)])
-		wantDesc[rxmRndvIOVLimit*rmaIOVSize] = d.count
-		var dout [rxmRndvDescSize]byte
-		require.Equal(t, rxmRndvDescSize, putRxmRndv(dout[:], &d))
+		wantDesc := make([]byte, RndvDescSize)
+		copy(wantDesc, body[:RMAIOVSize*int(d.Count)])
+		wantDesc[RndvIOVLimit*RMAIOVSize] = d.Count
+		var dout [RndvDescSize]byte
+		require.Equal(t, RndvDescSize, PutRndv(dout[:], &d))
 		require.Equal(t, wantDesc, dout[:])
 	})
 }
@@ -69,27 +67,27 @@ func FuzzRxmHeader(f *testing.F) {
 // bytes, any other reads as refused. Seeds: the captured records.
 func FuzzRxmCMRecord(f *testing.F) {
 	for _, s := range []string{rxmConnectCapture, rxmAcceptCapture, rxmRejectCapture} {
-		f.Add(unhex(f, s), uint32(rxmEagerLimit))
+		f.Add(unhex(f, s), uint32(EagerLimit))
 	}
 	f.Fuzz(func(t *testing.T, b []byte, eagerLimit uint32) {
-		var cr, cr2 rxmConnectRecord
-		err := parseRxmConnect(b, eagerLimit, &cr)
-		werr := checkRxmConnect(b, eagerLimit, &cr2)
+		var cr, cr2 ConnectRecord
+		err := ParseConnect(b, eagerLimit, &cr)
+		werr := CheckConnect(b, eagerLimit, &cr2)
 		if err != nil {
 			require.Equal(t, fi.EIO, err)
 			require.Equal(t, fi.EIO, fi.Code(werr), "%v", werr)
 		} else {
 			require.NoError(t, werr)
 			require.Equal(t, cr, cr2)
-			require.Equal(t, eagerLimit, cr.eagerLimit)
+			require.Equal(t, eagerLimit, cr.EagerLimit)
 			want := bytes.Clone(b)
 			want[7] = 0
-			require.Equal(t, want, appendRxmConnect(nil, &cr))
+			require.Equal(t, want, AppendConnect(nil, &cr))
 		}
 
-		var ar, ar2 rxmAcceptRecord
-		err = parseRxmAccept(b, &ar)
-		werr = checkRxmAccept(b, &ar2)
+		var ar, ar2 AcceptRecord
+		err = ParseAccept(b, &ar)
+		werr = CheckAccept(b, &ar2)
 		if err != nil {
 			require.Equal(t, fi.EIO, err)
 			require.Equal(t, fi.EIO, fi.Code(werr), "%v", werr)
@@ -98,14 +96,14 @@ func FuzzRxmCMRecord(f *testing.F) {
 			require.Equal(t, ar, ar2)
 			want := bytes.Clone(b)
 			clear(want[13:])
-			require.Equal(t, want, appendRxmAccept(nil, &ar))
+			require.Equal(t, want, AppendAccept(nil, &ar))
 		}
 
-		reason := parseRxmReject(b)
-		if len(b) >= rxmRejectSize && b[0] == rxmCMVersion {
-			require.Equal(t, b[:rxmRejectSize], appendRxmReject(nil, reason))
+		reason := ParseReject(b)
+		if len(b) >= RejectSize && b[0] == CMVersion {
+			require.Equal(t, b[:RejectSize], AppendReject(nil, reason))
 		} else {
-			require.Equal(t, rxmRejectRefused, reason)
+			require.Equal(t, RejectRefused, reason)
 		}
 	})
 }

@@ -1,10 +1,10 @@
-//go:build linux
-
-package tcp
+package rxmwire
 
 import (
 	"bytes"
+	"encoding/hex"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/cockroachdb/errors"
@@ -21,60 +21,58 @@ const (
 )
 
 var (
-	rxmConnectWant = rxmConnectRecord{port: 35995, flowCtrl: rxmFlowCtrlOff, eagerLimit: rxmEagerLimit, rxSize: rxmRxSize, connID: rxmMakeConnID(0x6184, 0)}
-	rxmAcceptWant  = rxmAcceptRecord{connID: rxmMakeConnID(0x6140, 0), rxSize: rxmRxSize, flowCtrl: rxmFlowCtrlOff}
+	rxmConnectWant = ConnectRecord{Port: 35995, FlowCtrl: FlowCtrlOff, EagerLimit: EagerLimit, RxSize: RxSize, ConnID: MakeConnID(0x6184, 0)}
+	rxmAcceptWant  = AcceptRecord{ConnID: MakeConnID(0x6140, 0), RxSize: RxSize, FlowCtrl: FlowCtrlOff}
 )
 
-// cmCaseData returns the private data of the captured tcp CM message name.
-func cmCaseData(tb testing.TB, name string) []byte {
+// unhex decodes a hex dump: byte pairs separated by spaces or '|'.
+func unhex(tb testing.TB, s string) []byte {
 	tb.Helper()
-	for _, c := range cmCases {
-		if c.name == name {
-			h, err := parseCMHeader(unhex(tb, c.wire))
-			require.NoError(tb, err)
-			return h.data
-		}
+	var digits []byte
+	for _, f := range strings.FieldsFunc(s, func(r rune) bool { return r == '|' || r == ' ' || r == '\n' || r == '\t' }) {
+		digits = append(digits, f...)
 	}
-	tb.Fatalf("no cm case %q", name)
-	return nil
+	b, err := hex.DecodeString(string(digits))
+	require.NoError(tb, err)
+	return b
 }
+
+// zeros returns a hex dump of n zero bytes.
+func zeros(n int) string { return strings.Repeat("00 ", n) }
 
 func TestRxmCMCaptures(t *testing.T) {
 	t.Run("connect", func(t *testing.T) {
 		wire := unhex(t, rxmConnectCapture)
-		require.Equal(t, wire, cmCaseData(t, "rxm connect record"), "the private data of the 56-byte tcp request")
-		var r rxmConnectRecord
-		require.NoError(t, parseRxmConnect(wire, rxmEagerLimit, &r))
+		var r ConnectRecord
+		require.NoError(t, ParseConnect(wire, EagerLimit, &r))
 		require.Equal(t, rxmConnectWant, r)
-		require.Equal(t, uint64(0), rxmConnIndex(r.connID))
-		require.Equal(t, uint32(0x6184), rxmConnPID(r.connID))
-		require.NoError(t, checkRxmConnect(wire, rxmEagerLimit, &r))
-		require.Equal(t, wire, appendRxmConnect(nil, &rxmConnectWant), "byte-for-byte re-encoding")
-		require.Equal(t, append([]byte("x"), wire...), appendRxmConnect([]byte("x"), &rxmConnectWant))
+		require.Equal(t, uint64(0), ConnIndex(r.ConnID))
+		require.Equal(t, uint32(0x6184), ConnPID(r.ConnID))
+		require.NoError(t, CheckConnect(wire, EagerLimit, &r))
+		require.Equal(t, wire, AppendConnect(nil, &rxmConnectWant), "byte-for-byte re-encoding")
+		require.Equal(t, append([]byte("x"), wire...), AppendConnect([]byte("x"), &rxmConnectWant))
 	})
 	t.Run("accept", func(t *testing.T) {
 		wire := unhex(t, rxmAcceptCapture)
-		require.Equal(t, wire, cmCaseData(t, "rxm accept record"))
-		var r rxmAcceptRecord
-		require.NoError(t, parseRxmAccept(wire, &r))
+		var r AcceptRecord
+		require.NoError(t, ParseAccept(wire, &r))
 		require.Equal(t, rxmAcceptWant, r)
-		require.Equal(t, uint32(0x6140), rxmConnPID(r.connID))
-		require.NoError(t, checkRxmAccept(wire, &r))
-		require.Equal(t, wire, appendRxmAccept(nil, &rxmAcceptWant), "byte-for-byte re-encoding")
+		require.Equal(t, uint32(0x6140), ConnPID(r.ConnID))
+		require.NoError(t, CheckAccept(wire, &r))
+		require.Equal(t, wire, AppendAccept(nil, &rxmAcceptWant), "byte-for-byte re-encoding")
 	})
 	t.Run("reject", func(t *testing.T) {
 		wire := unhex(t, rxmRejectCapture)
-		require.Equal(t, wire, cmCaseData(t, "rxm reject record"))
-		require.Equal(t, rxmRejectRefused, parseRxmReject(wire))
-		require.Equal(t, wire, appendRxmReject(nil, rxmRejectRefused))
+		require.Equal(t, RejectRefused, ParseReject(wire))
+		require.Equal(t, wire, AppendReject(nil, RejectRefused))
 	})
 }
 
 func TestRxmConnID(t *testing.T) {
-	id := rxmMakeConnID(0xdeadbeef, 0x01020304)
+	id := MakeConnID(0xdeadbeef, 0x01020304)
 	require.Equal(t, uint64(0xdeadbeef01020304), id)
-	require.Equal(t, uint64(0x01020304), rxmConnIndex(id))
-	require.Equal(t, uint32(0xdeadbeef), rxmConnPID(id))
+	require.Equal(t, uint64(0x01020304), ConnIndex(id))
+	require.Equal(t, uint32(0xdeadbeef), ConnPID(id))
 }
 
 func TestRxmConnectRejects(t *testing.T) {
@@ -94,7 +92,7 @@ func TestRxmConnectRejects(t *testing.T) {
 		{"accept record", unhex(t, rxmAcceptCapture), "16 bytes, want 24"},
 		{"version 0", set(0, 0), "version 0, want 1"},
 		{"version 2", set(0, 2), "version 2, want 1"},
-		{"big-endian", set(1, rxmEndianBig), "peer is big-endian (endianness 1, want 2)"},
+		{"big-endian", set(1, EndianBig), "peer is big-endian (endianness 1, want 2)"},
 		{"endianness 0", set(1, 0), "endianness 0, want 2"},
 		{"endianness 3", set(1, 3), "endianness 3, want 2"},
 		{"ctrl_version 3", set(2, 3), "ctrl_version 3, want 4"},
@@ -106,20 +104,20 @@ func TestRxmConnectRejects(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			r := rxmConnectRecord{port: 1}
-			err := parseRxmConnect(c.wire, rxmEagerLimit, &r)
+			r := ConnectRecord{Port: 1}
+			err := ParseConnect(c.wire, EagerLimit, &r)
 			require.Equal(t, fi.EIO, err, "a bare errno: got %v", err)
-			require.Equal(t, rxmConnectRecord{port: 1}, r, "left alone on failure")
-			err = checkRxmConnect(c.wire, rxmEagerLimit, &r)
+			require.Equal(t, ConnectRecord{Port: 1}, r, "left alone on failure")
+			err = CheckConnect(c.wire, EagerLimit, &r)
 			require.ErrorIs(t, err, fi.EIO)
 			require.Equal(t, fi.EIO, fi.Code(err))
-			require.EqualError(t, err, "tcp: rxm: connect record: "+c.msg+": "+fi.EIO.Error())
+			require.EqualError(t, err, "rxm: connect record: "+c.msg+": "+fi.EIO.Error())
 		})
 	}
 	t.Run("hints", func(t *testing.T) {
-		var r rxmConnectRecord
-		require.Contains(t, errors.FlattenHints(checkRxmConnect(set(1, rxmEndianBig), rxmEagerLimit, &r)), "little-endian")
-		require.Contains(t, errors.FlattenHints(checkRxmConnect(set(9, 0x20), rxmEagerLimit, &r)), "FI_OFI_RXM_BUFFER_SIZE")
+		var r ConnectRecord
+		require.Contains(t, errors.FlattenHints(CheckConnect(set(1, EndianBig), EagerLimit, &r)), "little-endian")
+		require.Contains(t, errors.FlattenHints(CheckConnect(set(9, 0x20), EagerLimit, &r)), "FI_OFI_RXM_BUFFER_SIZE")
 	})
 	// What the C acceptor does not check passes: every flow_ctrl value,
 	// the padding, any port, rx_size and conn_id; and another eager limit
@@ -129,19 +127,19 @@ func TestRxmConnectRejects(t *testing.T) {
 		wire  []byte
 		eager uint32
 	}{
-		{"flow_ctrl 0", set(6, 0), rxmEagerLimit},
-		{"flow_ctrl 1", set(6, 1), rxmEagerLimit},
-		{"padding", set(7, 0xff), rxmEagerLimit},
-		{"port 0, rx_size 0, conn_id max", set(4, 0, 0, 2, 0, 0, 0x40, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff), rxmEagerLimit},
+		{"flow_ctrl 0", set(6, 0), EagerLimit},
+		{"flow_ctrl 1", set(6, 1), EagerLimit},
+		{"padding", set(7, 0xff), EagerLimit},
+		{"port 0, rx_size 0, conn_id max", set(4, 0, 0, 2, 0, 0, 0x40, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff), EagerLimit},
 		{"eager_limit 8192 on both sides", set(8, 0x00, 0x20), 8192},
 	}
 	for _, c := range ok {
 		t.Run(c.name, func(t *testing.T) {
-			var r rxmConnectRecord
-			require.NoError(t, parseRxmConnect(c.wire, c.eager, &r))
-			require.NoError(t, checkRxmConnect(c.wire, c.eager, &r))
-			require.Equal(t, c.eager, r.eagerLimit)
-			require.Equal(t, c.wire[6], byte(r.flowCtrl))
+			var r ConnectRecord
+			require.NoError(t, ParseConnect(c.wire, c.eager, &r))
+			require.NoError(t, CheckConnect(c.wire, c.eager, &r))
+			require.Equal(t, c.eager, r.EagerLimit)
+			require.Equal(t, c.wire[6], byte(r.FlowCtrl))
 		})
 	}
 }
@@ -165,18 +163,18 @@ func TestRxmAcceptRejects(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			var r rxmAcceptRecord
-			err := parseRxmAccept(c.wire, &r)
+			var r AcceptRecord
+			err := ParseAccept(c.wire, &r)
 			require.Equal(t, fi.EIO, err, "a bare errno: got %v", err)
-			err = checkRxmAccept(c.wire, &r)
+			err = CheckAccept(c.wire, &r)
 			require.ErrorIs(t, err, fi.EIO)
-			require.EqualError(t, err, "tcp: rxm: accept record: "+c.msg+": "+fi.EIO.Error())
+			require.EqualError(t, err, "rxm: accept record: "+c.msg+": "+fi.EIO.Error())
 		})
 	}
-	for _, flow := range []rxmFlowCtrl{rxmFlowCtrlLocal, rxmFlowCtrlOn} {
-		var r rxmAcceptRecord
-		require.NoError(t, parseRxmAccept(set(12, byte(flow), 0xaa, 0xbb, 0xcc), &r), "flow_ctrl %d, padding ignored", flow)
-		require.Equal(t, flow, r.flowCtrl)
+	for _, flow := range []FlowCtrl{FlowCtrlLocal, FlowCtrlOn} {
+		var r AcceptRecord
+		require.NoError(t, ParseAccept(set(12, byte(flow), 0xaa, 0xbb, 0xcc), &r), "flow_ctrl %d, padding ignored", flow)
+		require.Equal(t, flow, r.FlowCtrl)
 	}
 }
 
@@ -184,30 +182,30 @@ func TestRxmReject(t *testing.T) {
 	cases := []struct {
 		name string
 		wire []byte
-		want rxmRejectReason
+		want RejectReason
 	}{
-		{"captured", unhex(t, rxmRejectCapture), rxmRejectRefused},
-		{"unspecified", []byte{1, 0}, rxmRejectUnspec},
-		{"already connected", []byte{1, 2}, rxmRejectConnected},
+		{"captured", unhex(t, rxmRejectCapture), RejectRefused},
+		{"unspecified", []byte{1, 0}, RejectUnspec},
+		{"already connected", []byte{1, 2}, RejectConnected},
 		{"unknown reason kept", []byte{1, 7}, 7},
-		{"trailing bytes ignored", []byte{1, 2, 9}, rxmRejectConnected},
-		{"no data", nil, rxmRejectRefused},
-		{"one byte", []byte{1}, rxmRejectRefused},
-		{"version 0", []byte{0, 2}, rxmRejectRefused},
-		{"version 2", []byte{2, 2}, rxmRejectRefused},
+		{"trailing bytes ignored", []byte{1, 2, 9}, RejectConnected},
+		{"no data", nil, RejectRefused},
+		{"one byte", []byte{1}, RejectRefused},
+		{"version 0", []byte{0, 2}, RejectRefused},
+		{"version 2", []byte{2, 2}, RejectRefused},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			require.Equal(t, c.want, parseRxmReject(c.wire))
+			require.Equal(t, c.want, ParseReject(c.wire))
 		})
 	}
-	for _, r := range []rxmRejectReason{rxmRejectUnspec, rxmRejectRefused, rxmRejectConnected, 200} {
-		require.Equal(t, r, parseRxmReject(appendRxmReject(nil, r)))
+	for _, r := range []RejectReason{RejectUnspec, RejectRefused, RejectConnected, 200} {
+		require.Equal(t, r, ParseReject(AppendReject(nil, r)))
 	}
-	require.Equal(t, "unspecified", rxmRejectUnspec.String())
-	require.Equal(t, "connection refused", rxmRejectRefused.String())
-	require.Equal(t, "already connected", rxmRejectConnected.String())
-	require.Equal(t, "unknown reason", rxmRejectReason(3).String())
+	require.Equal(t, "unspecified", RejectUnspec.String())
+	require.Equal(t, "connection refused", RejectRefused.String())
+	require.Equal(t, "already connected", RejectConnected.String())
+	require.Equal(t, "unknown reason", RejectReason(3).String())
 }
 
 // rxmCase is an rxm packet captured from C (docs/wire-tcp.md, §3.5-§3.7), or
@@ -218,9 +216,9 @@ type rxmCase struct {
 	name     string
 	wire     string // the header, 64 bytes
 	rest     uint64 // bytes of the tcp message after the header
-	want     rxmHeader
+	want     Header
 	desc     string // the descriptor of types 2 and 7
-	wantDesc rxmRndvDesc
+	wantDesc RndvDesc
 }
 
 const rxmOpHdr0 = "02 00 00 00 00 00 00 00"
@@ -229,121 +227,92 @@ var rxmCases = []rxmCase{
 	{name: "eager 64 ping", rest: 64,
 		wire: "04 00 00 00 00 00 00 00" + " 00 00 00 00 00 00 00 00" + " 00 00 00 00 00 00 00 00" + " 00 00 00 00 00 00 00 00" +
 			rxmOpHdr0 + " 40 00 00 00 00 00 00 00" + " 00 00 00 00 00 00 00 00" + " 00 00 00 00 00 00 00 00",
-		want: rxmHeader{size: 64}},
+		want: Header{Size: 64}},
 	{name: "eager fin", rest: 4,
 		wire: "04 00" + zeros(30) + rxmOpHdr0 + "04" + zeros(23),
-		want: rxmHeader{size: 4}},
-	{name: "rendezvous request", rest: rxmRndvDescSize,
+		want: Header{Size: 4}},
+	{name: "rendezvous request", rest: RndvDescSize,
 		wire:     "04 02" + zeros(30) + rxmOpHdr0 + "00 60 00 00 00 00 00 00" + zeros(16),
-		want:     rxmHeader{typ: rxmRndvReq, size: 0x6000},
+		want:     Header{Type: TypeRndvReq, Size: 0x6000},
 		desc:     "00 00 00 00 00 00 00 00 | 00 60 00 00 00 00 00 00 | 00 00 00 80 00 00 00 00" + zeros(72) + "01" + zeros(7),
-		wantDesc: rxmRndvDesc{count: 1, iov: [4]rmaIOV{{0, 0x6000, 0x80000000}}}},
+		wantDesc: RndvDesc{Count: 1, IOV: [4]RMAIOV{{0, 0x6000, 0x80000000}}}},
 	{name: "read done with stale size", rest: 0,
 		wire: "04 03" + zeros(30) + rxmOpHdr0 + "00 40 00 00 00 00 00 00" + zeros(16),
-		want: rxmHeader{typ: rxmRndvReadDone, size: 0x4000}},
+		want: Header{Type: TypeRndvReadDone, Size: 0x4000}},
 	{name: "senddata", rest: 32,
 		wire: "04 00" + zeros(30) + "02 00 00 00 00 00 02 00 | 20 00 00 00 00 00 00 00 | d1 00 00 00 00 00 00 00" + zeros(8),
-		want: rxmHeader{flags: rxmFlagCQData, size: 32, data: 0xd1}},
+		want: Header{Flags: FlagCQData, Size: 32, Data: 0xd1}},
 	{name: "SAR first segment", rest: 16384,
 		wire: "04 01 00 40 00 00 00 00" + zeros(16) + "01 00 00 00 00 00 00 00" + rxmOpHdr0 + "40 9c 00 00 00 00 00 00" + zeros(16),
-		want: rxmHeader{typ: rxmSeg, segSize: 16384, ctrlData: rxmSegFirst, size: 40000}},
+		want: Header{Type: TypeSeg, SegSize: 16384, CtrlData: SegFirst, Size: 40000}},
 	{name: "SAR last segment", rest: 7232,
 		wire: "04 01 40 1c 02 00 00 00" + zeros(16) + "03 00 00 00 00 00 00 00" + rxmOpHdr0 + "40 9c 00 00 00 00 00 00" + zeros(16),
-		want: rxmHeader{typ: rxmSeg, segSize: 7232, segNo: 2, ctrlData: rxmSegLast, size: 40000}},
+		want: Header{Type: TypeSeg, SegSize: 7232, SegNo: 2, CtrlData: SegLast, Size: 40000}},
 	// Built from docs/wire-tcp.md, §3.5 and §3.7: no bytes captured.
-	{name: "pong rendezvous request, msg_id 2, next key", rest: rxmRndvDescSize,
+	{name: "pong rendezvous request, msg_id 2, next key", rest: RndvDescSize,
 		wire:     "04 02" + zeros(14) + "02" + zeros(15) + rxmOpHdr0 + "00 60 00 00 00 00 00 00" + zeros(16),
-		want:     rxmHeader{typ: rxmRndvReq, msgID: 2, size: 0x6000},
+		want:     Header{Type: TypeRndvReq, MsgID: 2, Size: 0x6000},
 		desc:     zeros(8) + "00 60 00 00 00 00 00 00 | 01 00 00 80 00 00 00 00" + zeros(72) + "01" + zeros(7),
-		wantDesc: rxmRndvDesc{count: 1, iov: [4]rmaIOV{{0, 0x6000, 0x80000001}}}},
+		wantDesc: RndvDesc{Count: 1, IOV: [4]RMAIOV{{0, 0x6000, 0x80000001}}}},
 	{name: "read done echoing msg_id 2", rest: 0,
 		wire: "04 03" + zeros(14) + "02" + zeros(15) + rxmOpHdr0 + "00 60 00 00 00 00 00 00" + zeros(16),
-		want: rxmHeader{typ: rxmRndvReadDone, msgID: 2, size: 0x6000}},
-	{name: "tagged rendezvous request with data, two iovs", rest: rxmRndvDescSize,
+		want: Header{Type: TypeRndvReadDone, MsgID: 2, Size: 0x6000}},
+	{name: "tagged rendezvous request with data, two iovs", rest: RndvDescSize,
 		wire: "04 02 00 00 00 00 00 00 | 05 00 00 00 00 00 00 00 | 03" + zeros(15) +
 			"02 00 01 00 00 00 02 00 | 00 80 00 00 00 00 00 00 | d2 00 00 00 00 00 00 00 | d2 04 00 00 00 00 00 00",
-		want: rxmHeader{typ: rxmRndvReq, connID: 5, msgID: 3, op: rxmOpTagged, flags: rxmFlagCQData, size: 0x8000, data: 0xd2, tag: 0x4d2},
+		want: Header{Type: TypeRndvReq, ConnID: 5, MsgID: 3, Op: OpTagged, Flags: FlagCQData, Size: 0x8000, Data: 0xd2, Tag: 0x4d2},
 		desc: "00 00 00 00 00 00 00 00 | 00 60 00 00 00 00 00 00 | 02 00 00 80 00 00 00 00" +
 			"00 00 00 00 00 00 00 00 | 00 20 00 00 00 00 00 00 | 03 00 00 80 00 00 00 00" + zeros(48) + "02" + zeros(7),
-		wantDesc: rxmRndvDesc{count: 2, iov: [4]rmaIOV{{0, 0x6000, 0x80000002}, {0, 0x2000, 0x80000003}}}},
-	{name: "write data, descriptor shorter than the stale size", rest: rxmRndvDescSize,
+		wantDesc: RndvDesc{Count: 2, IOV: [4]RMAIOV{{0, 0x6000, 0x80000002}, {0, 0x2000, 0x80000003}}}},
+	{name: "write data, descriptor shorter than the stale size", rest: RndvDescSize,
 		wire:     "04 07" + zeros(14) + "02" + zeros(15) + rxmOpHdr0 + "00 40 00 00 00 00 00 00" + zeros(16),
-		want:     rxmHeader{typ: rxmRndvWriteData, msgID: 2, size: 0x4000},
+		want:     Header{Type: TypeRndvWriteData, MsgID: 2, Size: 0x4000},
 		desc:     "00 10 00 00 00 00 00 00 | 00 50 00 00 00 00 00 00 | 04 00 00 80 00 00 00 00" + zeros(72) + "01" + zeros(7),
-		wantDesc: rxmRndvDesc{count: 1, iov: [4]rmaIOV{{0x1000, 0x5000, 0x80000004}}}},
+		wantDesc: RndvDesc{Count: 1, IOV: [4]RMAIOV{{0x1000, 0x5000, 0x80000004}}}},
 	{name: "write done", rest: 0,
 		wire: "04 08" + zeros(14) + "02" + zeros(15) + rxmOpHdr0 + "00 60 00 00 00 00 00 00" + zeros(16),
-		want: rxmHeader{typ: rxmRndvWriteDone, msgID: 2, size: 0x6000}},
+		want: Header{Type: TypeRndvWriteDone, MsgID: 2, Size: 0x6000}},
 	{name: "tagged eager", rest: 8,
 		wire: "04 00 00 00 00 00 00 00 | 01" + zeros(23) + "02 00 01 00 00 00 00 00 | 08" + zeros(15) + "07 00 00 00 00 00 00 00",
-		want: rxmHeader{connID: 1, op: rxmOpTagged, size: 8, tag: 7}},
+		want: Header{ConnID: 1, Op: OpTagged, Size: 8, Tag: 7}},
 }
 
 func TestRxmHeaderCaptures(t *testing.T) {
 	for _, c := range rxmCases {
 		t.Run(c.name, func(t *testing.T) {
 			wire := unhex(t, c.wire)
-			require.Len(t, wire, rxmHeaderSize)
-			var h rxmHeader
+			require.Len(t, wire, HeaderSize)
+			var h Header
 			// The receiver may hand over more than the header.
-			require.NoError(t, parseRxmHeader(append(wire[:rxmHeaderSize:rxmHeaderSize], 0x30, 0x31), c.rest, &h))
+			require.NoError(t, ParseHeader(append(wire[:HeaderSize:HeaderSize], 0x30, 0x31), c.rest, &h))
 			require.Equal(t, c.want, h)
-			require.Equal(t, c.want.flags != 0, h.hasCQData())
+			require.Equal(t, c.want.Flags != 0, h.HasCQData())
 
-			var out [rxmHeaderSize + 1]byte
-			out[rxmHeaderSize] = 0xee
-			require.Equal(t, rxmHeaderSize, putRxmHeader(out[:], &c.want))
-			require.Equal(t, wire, out[:rxmHeaderSize], "byte-for-byte re-encoding")
-			require.Equal(t, byte(0xee), out[rxmHeaderSize], "writes 64 bytes, no more")
+			var out [HeaderSize + 1]byte
+			out[HeaderSize] = 0xee
+			require.Equal(t, HeaderSize, PutHeader(out[:], &c.want))
+			require.Equal(t, wire, out[:HeaderSize], "byte-for-byte re-encoding")
+			require.Equal(t, byte(0xee), out[HeaderSize], "writes 64 bytes, no more")
 
 			if c.desc == "" {
 				return
 			}
 			desc := unhex(t, c.desc)
-			require.Len(t, desc, rxmRndvDescSize)
-			size := h.size
-			if h.typ == rxmRndvWriteData {
-				size = rxmRndvAnyLength
+			require.Len(t, desc, RndvDescSize)
+			size := h.Size
+			if h.Type == TypeRndvWriteData {
+				size = RndvAnyLength
 			}
-			var d rxmRndvDesc
-			require.NoError(t, parseRxmRndv(desc, size, &d))
+			var d RndvDesc
+			require.NoError(t, ParseRndv(desc, size, &d))
 			require.Equal(t, c.wantDesc, d)
-			if h.typ == rxmRndvReq {
-				require.Equal(t, h.size, d.len())
+			if h.Type == TypeRndvReq {
+				require.Equal(t, h.Size, d.Len())
 			}
-			var dout [rxmRndvDescSize]byte
-			require.Equal(t, rxmRndvDescSize, putRxmRndv(dout[:], &c.wantDesc))
+			var dout [RndvDescSize]byte
+			require.Equal(t, RndvDescSize, PutRndv(dout[:], &c.wantDesc))
 			require.Equal(t, desc, dout[:], "byte-for-byte re-encoding")
 		})
-	}
-}
-
-// TestRxmOverTCP decodes the captured 184-byte rendezvous request and the
-// 144-byte eager ping as a receiver does: tcp header, rxm header, body.
-func TestRxmOverTCP(t *testing.T) {
-	var c dataCodec
-	for _, m := range []struct {
-		tcp, rxm, body string
-	}{
-		{"03 00 00 00 00 00 10 00 b8 00 00 00 00 00 00 00", rxmCases[2].wire, rxmCases[2].desc},
-		{"03 00 00 00 00 00 10 00 90 00 00 00 00 00 00 00", rxmCases[0].wire, zeros(64)},
-	} {
-		msg := unhex(t, m.tcp+m.rxm+m.body)
-		var th dataHeader
-		n, err := c.parseDataHeader(msg, &th)
-		require.NoError(t, err)
-		require.Equal(t, uint64(len(msg)-n), th.payloadLen())
-		payload := msg[n:]
-		var h rxmHeader
-		require.NoError(t, parseRxmHeader(payload, th.payloadLen()-rxmHeaderSize, &h))
-		body := payload[rxmHeaderSize:]
-		if h.typ == rxmRndvReq {
-			var d rxmRndvDesc
-			require.NoError(t, parseRxmRndv(body, h.size, &d))
-			require.Equal(t, []rmaIOV{{0, 0x6000, 0x80000000}}, d.iovs())
-		} else {
-			require.Equal(t, h.size, uint64(len(body)))
-		}
 	}
 }
 
@@ -376,14 +345,14 @@ func TestRxmHeaderRejects(t *testing.T) {
 		{"eager size above payload", eagerWithSize(t, 65), 64},
 		{"eager size below payload", eagerWithSize(t, 63), 64},
 		{"eager size 2^64-1", set(eager, 40, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff), 64},
-		{"rendezvous request op 2", set(req, 34, 2), rxmRndvDescSize},
-		{"rendezvous request flags", set(req, 37, 1), rxmRndvDescSize},
+		{"rendezvous request op 2", set(req, 34, 2), RndvDescSize},
+		{"rendezvous request flags", set(req, 37, 1), RndvDescSize},
 		{"rendezvous request without descriptor", unhex(t, req), 0},
-		{"rendezvous request with more than the descriptor", unhex(t, req), rxmRndvDescSize + 1},
-		{"write data without descriptor", set(req, 1, byte(rxmRndvWriteData)), 103},
+		{"rendezvous request with more than the descriptor", unhex(t, req), RndvDescSize + 1},
+		{"write data without descriptor", set(req, 1, byte(TypeRndvWriteData)), 103},
 		{"read done with payload", unhex(t, done), 1},
-		{"write done with payload", set(done, 1, byte(rxmRndvWriteDone)), 0x4000},
-		{"credit with payload", set(done, 1, byte(rxmCredit)), 8},
+		{"write done with payload", set(done, 1, byte(TypeRndvWriteDone)), 0x4000},
+		{"credit with payload", set(done, 1, byte(TypeCredit)), 8},
 		{"SAR seg_size above payload", unhex(t, sar), 16383},
 		{"SAR seg_size above size", set(sar, 40, 0xff, 0x3f, 0, 0), 16384},
 		{"SAR segment kind 0", set(sar, 24, 0), 16384},
@@ -393,8 +362,8 @@ func TestRxmHeaderRejects(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			var h rxmHeader
-			err := parseRxmHeader(c.wire, c.rest, &h)
+			var h Header
+			err := ParseHeader(c.wire, c.rest, &h)
 			require.Equal(t, fi.EIO, err, "a bare errno: got %v", err)
 		})
 	}
@@ -415,22 +384,22 @@ func TestRxmHeaderRejects(t *testing.T) {
 		{"empty eager", eagerWithSize(t, 0), 0},
 		{"read done stale op and flags", set(done, 34, 1, 0, 0xff, 0xff, 0xff, 0xff), 0},
 		{"read done stale op 7", set(done, 34, 7), 0},
-		{"write done stale op header", set(done, 1, byte(rxmRndvWriteDone)), 0},
-		{"write data stale flags", set(req, 1, byte(rxmRndvWriteData), 0, 0), rxmRndvDescSize},
-		{"credit", set(done, 1, byte(rxmCredit)), 0},
-		{"atomic", set(eager, 1, byte(rxmAtomic)), 100},
-		{"atomic response", set(eager, 1, byte(rxmAtomicResp)), 8},
-		{"SAR middle segment", set(sar, 24, rxmSegMiddle), 16384},
+		{"write done stale op header", set(done, 1, byte(TypeRndvWriteDone)), 0},
+		{"write data stale flags", set(req, 1, byte(TypeRndvWriteData), 0, 0), RndvDescSize},
+		{"credit", set(done, 1, byte(TypeCredit)), 0},
+		{"atomic", set(eager, 1, byte(TypeAtomic)), 100},
+		{"atomic response", set(eager, 1, byte(TypeAtomicResp)), 8},
+		{"SAR middle segment", set(sar, 24, SegMiddle), 16384},
 		{"SAR segment of the whole size", set(sar, 40, 0x00, 0x40, 0, 0), 16384},
 	}
 	for _, c := range ok {
 		t.Run(c.name, func(t *testing.T) {
-			var h rxmHeader
-			require.NoError(t, parseRxmHeader(c.wire, c.rest, &h))
-			var out [rxmHeaderSize]byte
-			putRxmHeader(out[:], &h)
-			want := c.wire[:rxmHeaderSize]
-			want[32] = rxmOpVersion
+			var h Header
+			require.NoError(t, ParseHeader(c.wire, c.rest, &h))
+			var out [HeaderSize]byte
+			PutHeader(out[:], &h)
+			want := c.wire[:HeaderSize]
+			want[32] = OpVersion
 			require.Equal(t, want, out[:], "re-encodes with op version 2")
 		})
 	}
@@ -467,12 +436,12 @@ func TestRxmRndvRejects(t *testing.T) {
 		{"sum above size", unhex(t, desc), 0x7fff},
 		{"one iov of two", set(96, 1), 0x8000},
 		{"lengths overflow", set(8, maxLen...), 0x1fff},
-		{"lengths overflow, any length", set(8, maxLen...), rxmRndvAnyLength},
+		{"lengths overflow, any length", set(8, maxLen...), RndvAnyLength},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			var d rxmRndvDesc
-			err := parseRxmRndv(c.wire, c.size, &d)
+			var d RndvDesc
+			err := ParseRndv(c.wire, c.size, &d)
 			require.Equal(t, fi.EIO, err, "a bare errno: got %v", err)
 		})
 	}
@@ -480,9 +449,9 @@ func TestRxmRndvRejects(t *testing.T) {
 		name string
 		wire []byte
 		size uint64
-		want rxmRndvDesc
+		want RndvDesc
 	}{
-		{"any length", unhex(t, desc), rxmRndvAnyLength, rxmCases[9].wantDesc},
+		{"any length", unhex(t, desc), RndvAnyLength, rxmCases[9].wantDesc},
 		{"stale entries and padding ignored", func() []byte {
 			b := set(48, 0xaa)
 			for i := 72; i < len(b); i++ {
@@ -491,24 +460,24 @@ func TestRxmRndvRejects(t *testing.T) {
 			b[96] = 2
 			return b
 		}(), 0x8000, rxmCases[9].wantDesc},
-		{"four iovs", set(96, 4), 0x8000, func() rxmRndvDesc {
+		{"four iovs", set(96, 4), 0x8000, func() RndvDesc {
 			d := rxmCases[9].wantDesc
-			d.count = 4
+			d.Count = 4
 			return d
 		}()},
-		{"lengths sum to MaxUint64", set(8, 0xff, 0xdf, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff), math.MaxUint64, rxmRndvDesc{count: 2, iov: [4]rmaIOV{{0, math.MaxUint64 - 0x2000, 0x80000002}, {0, 0x2000, 0x80000003}}}},
+		{"lengths sum to MaxUint64", set(8, 0xff, 0xdf, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff), math.MaxUint64, RndvDesc{Count: 2, IOV: [4]RMAIOV{{0, math.MaxUint64 - 0x2000, 0x80000002}, {0, 0x2000, 0x80000003}}}},
 	}
 	for _, c := range ok {
 		t.Run(c.name, func(t *testing.T) {
-			var d rxmRndvDesc
-			require.NoError(t, parseRxmRndv(c.wire, c.size, &d))
+			var d RndvDesc
+			require.NoError(t, ParseRndv(c.wire, c.size, &d))
 			require.Equal(t, c.want, d)
-			require.Len(t, d.iovs(), int(d.count))
+			require.Len(t, d.IOVs(), int(d.Count))
 		})
 	}
 	t.Run("put clears unused entries", func(t *testing.T) {
-		b := bytes.Repeat([]byte{0xcc}, rxmRndvDescSize)
-		putRxmRndv(b, &rxmCases[9].wantDesc)
+		b := bytes.Repeat([]byte{0xcc}, RndvDescSize)
+		PutRndv(b, &rxmCases[9].wantDesc)
 		require.Equal(t, unhex(t, desc), b)
 	})
 }
@@ -524,69 +493,69 @@ func TestRxmAllocs(t *testing.T) {
 	}
 	connect, accept := unhex(t, rxmConnectCapture), unhex(t, rxmAcceptCapture)
 	badConnect := bytes.Clone(connect)
-	badConnect[1] = rxmEndianBig
+	badConnect[1] = EndianBig
 	badHdr := bytes.Clone(hdrs[0])
 	badHdr[1] = 42
 	var (
-		h    rxmHeader
-		d    rxmRndvDesc
-		cr   rxmConnectRecord
-		ar   rxmAcceptRecord
-		buf  [rxmRndvDescSize]byte
-		cbuf = make([]byte, 0, cmMaxDataSize)
+		h    Header
+		d    RndvDesc
+		cr   ConnectRecord
+		ar   AcceptRecord
+		buf  [RndvDescSize]byte
+		cbuf = make([]byte, 0, ConnectSize+AcceptSize+RejectSize)
 	)
 	cases := map[string]func(){
 		"parse header": func() {
 			for i, b := range hdrs {
-				if err := parseRxmHeader(b, rxmCases[i].rest, &h); err != nil {
+				if err := ParseHeader(b, rxmCases[i].rest, &h); err != nil {
 					panic(err)
 				}
 			}
 		},
 		"parse header error": func() {
-			if err := parseRxmHeader(badHdr, 64, &h); err != fi.EIO {
+			if err := ParseHeader(badHdr, 64, &h); err != fi.EIO {
 				panic(err)
 			}
 		},
 		"put header": func() {
 			for i := range rxmCases {
-				putRxmHeader(buf[:], &rxmCases[i].want)
+				PutHeader(buf[:], &rxmCases[i].want)
 			}
 		},
 		"parse descriptor": func() {
 			for _, b := range descs {
 				if b != nil {
-					if err := parseRxmRndv(b, rxmRndvAnyLength, &d); err != nil {
+					if err := ParseRndv(b, RndvAnyLength, &d); err != nil {
 						panic(err)
 					}
 				}
 			}
 		},
 		"parse descriptor error": func() {
-			if err := parseRxmRndv(descs[2], 1, &d); err != fi.EIO {
+			if err := ParseRndv(descs[2], 1, &d); err != fi.EIO {
 				panic(err)
 			}
 		},
 		"put descriptor": func() {
 			for i := range rxmCases {
-				putRxmRndv(buf[:], &rxmCases[i].wantDesc)
+				PutRndv(buf[:], &rxmCases[i].wantDesc)
 			}
 		},
 		"parse records": func() {
-			if parseRxmConnect(connect, rxmEagerLimit, &cr) != nil || parseRxmAccept(accept, &ar) != nil ||
-				parseRxmReject(accept) != rxmRejectRefused {
+			if ParseConnect(connect, EagerLimit, &cr) != nil || ParseAccept(accept, &ar) != nil ||
+				ParseReject(accept) != RejectRefused {
 				panic("parse")
 			}
 		},
 		"parse record error": func() {
-			if parseRxmConnect(badConnect, rxmEagerLimit, &cr) != fi.EIO || parseRxmAccept(connect, &ar) != fi.EIO {
+			if ParseConnect(badConnect, EagerLimit, &cr) != fi.EIO || ParseAccept(connect, &ar) != fi.EIO {
 				panic("parse")
 			}
 		},
 		"append records": func() {
-			cbuf = appendRxmConnect(cbuf[:0], &rxmConnectWant)
-			cbuf = appendRxmAccept(cbuf, &rxmAcceptWant)
-			cbuf = appendRxmReject(cbuf, rxmRejectConnected)
+			cbuf = AppendConnect(cbuf[:0], &rxmConnectWant)
+			cbuf = AppendAccept(cbuf, &rxmAcceptWant)
+			cbuf = AppendReject(cbuf, RejectConnected)
 		},
 	}
 	for name, f := range cases {

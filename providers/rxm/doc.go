@@ -1,0 +1,58 @@
+// Package rxm is gofabric's ofi_rxm: the utility provider that gives
+// reliable datagram endpoints (FI_EP_RDM) over a core provider's
+// connected ones (FI_EP_MSG), as C libfabric's prov/rxm does, reaching
+// the core only through the public API (fi, eq, ep) and building its own
+// objects from the provider kit (kit). It speaks C ofi_rxm 1.17's wire
+// protocol (internal/rxmwire; docs/wire-tcp.md, §3), so that Go and C
+// peers interoperate.
+//
+// It mirrors fi_getinfo(3), fi_fabric(3), fi_domain(3), fi_av(3),
+// fi_cq(3), fi_cntr(3) and fi_mr(3) for its layering; endpoints
+// (fi_endpoint(3), fi_msg(3), fi_tagged(3), fi_rma(3)) are not there
+// yet, and ep.Open on its domains returns fi.ENOSYS.
+//
+// # Layering
+//
+// [Over] makes rxm over one core provider, under the name applications
+// select it by ("tcp;ofi_rxm" in libfabric's naming). The package
+// registers nothing itself: a program or test registers what it wants,
+//
+//	tcp, _ := fi.LookupProvider("tcp")
+//	fi.Register(rxm.Over(tcp, "tcp;ofi_gorxm"))
+//
+// For each FI_EP_MSG entry the core offers under the hints rxm derives
+// from the application's (C's rxm_info_to_core), rxm offers one FI_EP_RDM
+// entry (C's rxm_info_to_rxm): rxm's capabilities, queue depths and
+// protocol, and the core's addresses, fabric and domain, message orders
+// and limits. A fabric, domain or memory region of rxm opens the core's
+// beneath it; rxm's event queues, completion queues, counters and
+// address vectors are its own.
+//
+// gofabric's rxm differs from C's in what it lacks (FI_ATOMIC,
+// FI_MULTI_RECV, FI_HMEM, collectives, the write-based rendezvous, the
+// pass-through path, automatic data progress) and in granting FI_SOURCE
+// and FI_DIRECTED_RECV without being asked.
+//
+// # Environment
+//
+// rxm reads C's variables, when GetInfo runs and when a fabric opens:
+//
+//   - FI_OFI_RXM_BUFFER_SIZE: the eager limit, 16384 by default (104 to
+//     2^31-1).
+//   - FI_OFI_RXM_TX_SIZE, FI_OFI_RXM_RX_SIZE: the queue depths of RDM
+//     endpoints when hints ask none (2048), and, when set, the deepest
+//     they may ask for (16384 and 65536 otherwise).
+//   - FI_OFI_RXM_MSG_TX_SIZE, FI_OFI_RXM_MSG_RX_SIZE: the depths asked of
+//     the core's endpoints (128).
+//   - FI_OFI_RXM_SAR_LIMIT: the largest message sent in segments, 8
+//     times the eager limit by default.
+//   - FI_OFI_RXM_USE_RNDV_WRITE, FI_OFI_RXM_ENABLE_PASSTHRU: set to a
+//     true value, rxm offers nothing and says why (not implemented).
+//   - FI_OFI_RXM_EAGER_LIMIT, _COMP_PER_PROGRESS, _USE_SRX,
+//     _CM_PROGRESS_INTERVAL, _CQ_EQ_FAIRNESS, _DATA_AUTO_PROGRESS,
+//     _ENABLE_DYN_RBUF, _ENABLE_DIRECT_SEND, _DEF_WAIT_OBJ,
+//     _DEF_TCP_WAIT_OBJ: defined for fi_info -e, and without effect.
+//
+// A value that is not a number, or out of range, makes GetInfo and
+// OpenFabric fail with fi.EINVAL naming the variable.
+package rxm
