@@ -7,9 +7,14 @@
 // peers interoperate.
 //
 // It mirrors fi_getinfo(3), fi_fabric(3), fi_domain(3), fi_av(3),
-// fi_cq(3), fi_cntr(3) and fi_mr(3) for its layering; endpoints
-// (fi_endpoint(3), fi_msg(3), fi_tagged(3), fi_rma(3)) are not there
-// yet, and ep.Open on its domains returns fi.ENOSYS.
+// fi_cq(3), fi_cntr(3), fi_mr(3), fi_endpoint(3), fi_msg(3) and
+// fi_tagged(3) for its layering. Its FI_EP_RDM endpoints open a
+// connection to a peer on the first send (which returns fi.EAGAIN until
+// it is up) and accept the peers' with C's connect and accept records;
+// they carry eager messages only (at most 16384 bytes, fi.EMSGSIZE
+// above: rendezvous, SAR and fi_rma(3) are not there yet). Reading an
+// rxm completion queue or counter reads the core's queues (manual
+// progress); a blocked reader runs that progress every millisecond.
 //
 // # Layering
 //

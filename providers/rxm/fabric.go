@@ -81,7 +81,3 @@ func (f *fabric) coreEntry(info *fi.Info) (*fi.Info, error) {
 	}
 	return nil, errors.Wrapf(fi.ENODATA, "no FI_EP_MSG entry for domain %q", info.DomainAttr.Name)
 }
-
-// epSet is rxm's set of driven endpoints, the type parameter of its kit
-// objects; rxm has no endpoints yet, and its queues drive nothing.
-type epSet struct{}

@@ -1,0 +1,146 @@
+package rxm
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"time"
+
+	"github.com/gofabric/gofabric/eq"
+	"github.com/gofabric/gofabric/fi"
+	"github.com/gofabric/gofabric/internal/rxmwire"
+)
+
+// The connection management of the RDM endpoint (C's rxm_conn.c): the
+// core event queue is read by progress. A peer's request is accepted
+// with an accept record even when a connection to it exists or is being
+// opened (simultaneous connect): every connection carries messages in,
+// and the first one up carries ours out, so each direction keeps to one
+// connection and its order.
+
+// The pause before a refused connection attempt is tried again: it
+// doubles from retryMin to retryMax.
+const (
+	retryMin = time.Millisecond
+	retryMax = time.Second
+)
+
+// cmLoop is the endpoint's CM goroutine (C's rxm_cm_progress thread):
+// it waits on the core event queue and handles its events, so that
+// peers' connection requests are accepted while the application drives
+// no progress here. Close ends it by cancelling ctx.
+func (e *endpoint) cmLoop(ctx context.Context, q eq.EventQueue) {
+	defer e.cmDone.Done()
+	for {
+		ev, err := q.SRead(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		e.mu.Lock()
+		switch {
+		case !e.enabled:
+		case err == nil:
+			e.cmEvent(ev)
+		case errors.Is(err, fi.EAVAIL):
+			if ee, rerr := q.ReadErr(); rerr == nil && ee != nil {
+				e.cmError(ee)
+			}
+		}
+		e.mu.Unlock()
+		if err != nil && !errors.Is(err, fi.EAVAIL) && !errors.Is(err, fi.EAGAIN) {
+			return // the queue failed: nothing more comes
+		}
+	}
+}
+
+// cmProgress handles the core event queue's events; mu is held.
+func (e *endpoint) cmProgress() {
+	for {
+		ev, err := e.msgEQ.Read()
+		switch {
+		case err == nil:
+			e.cmEvent(ev)
+		case err == fi.EAVAIL:
+			ee, rerr := e.msgEQ.ReadErr()
+			if rerr != nil || ee == nil {
+				return
+			}
+			e.cmError(ee)
+		default:
+			return
+		}
+	}
+}
+
+// cmEvent handles one connection event; mu is held.
+func (e *endpoint) cmEvent(ev eq.Event) {
+	switch x := ev.(type) {
+	case *eq.ConnReq:
+		e.onRequest(x)
+	case *eq.Connected:
+		c := e.conns[x.Fid]
+		if c == nil {
+			return
+		}
+		p := c.peer
+		if p.out == c {
+			var rec rxmwire.AcceptRecord
+			if err := rxmwire.ParseAccept(x.Data, &rec); err != nil {
+				fi.Logger(e.domain.fabric.Prov()).Warn("rxm: bad accept record", "peer", p.addr, "err", err)
+				e.dropConn(c)
+				return
+			}
+			c.remoteID = rxmwire.ConnIndex(rec.ConnID)
+			p.out = nil
+			p.backoff, p.retryAt = 0, time.Time{}
+		}
+		c.connected = true
+		if p.send == nil {
+			p.send = c
+		}
+	case *eq.Shutdown:
+		if c := e.conns[x.Fid]; c != nil {
+			e.dropConn(c)
+		}
+	}
+}
+
+// cmError handles a failed connection attempt; mu is held.
+func (e *endpoint) cmError(ee *eq.EQError) {
+	c := e.conns[ee.Fid]
+	if c == nil {
+		return
+	}
+	if p := c.peer; p != nil && p.out == c {
+		p.backoff = min(max(2*p.backoff, retryMin), retryMax)
+		p.retryAt = time.Now().Add(p.backoff)
+	}
+	e.dropConn(c)
+}
+
+// onRequest accepts a peer's connection request with an accept record,
+// or rejects one whose connect record is bad (C's rxm_handle_conn_req);
+// mu is held.
+func (e *endpoint) onRequest(req *eq.ConnReq) {
+	var rec rxmwire.ConnectRecord
+	if err := rxmwire.ParseConnect(req.Data, rxmwire.EagerLimit, &rec); err != nil {
+		_ = e.pep.Reject(req.Info.Handle, rxmwire.AppendReject(nil, rxmwire.RejectRefused))
+		return
+	}
+	ap, _, err := fi.AddrPortFromSockaddr(req.Info.DestAddr)
+	if err != nil {
+		_ = e.pep.Reject(req.Info.Handle, rxmwire.AppendReject(nil, rxmwire.RejectRefused))
+		return
+	}
+	p := e.peerFor(netip.AddrPortFrom(ap.Addr().Unmap(), rec.Port))
+	c, err := e.newConn(req.Info, p)
+	if err != nil {
+		_ = e.pep.Reject(req.Info.Handle, rxmwire.AppendReject(nil, rxmwire.RejectRefused))
+		return
+	}
+	c.remoteID = rxmwire.ConnIndex(rec.ConnID)
+	acc := rxmwire.AcceptRecord{ConnID: rxmwire.MakeConnID(e.pid, p.index), RxSize: rxmwire.RxSize, FlowCtrl: rxmwire.FlowCtrlOff}
+	if err := c.cm.Accept(rxmwire.AppendAccept(nil, &acc)); err != nil {
+		e.dropConn(c)
+	}
+}
