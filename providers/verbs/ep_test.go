@@ -471,3 +471,113 @@ func TestBlockingWaitSharedQueues(t *testing.T) {
 		require.NoError(t, cntr.Wait(ctx, uint64(round+1)), "counter Wait")
 	}
 }
+
+// Several RDMA reads in flight on one connection, as a rendezvous issues
+// them: both queue pairs get the device's read depth (C's verbs asks
+// librdmacm for RDMA_MAX_INIT_DEPTH and RDMA_MAX_RESP_RES), not 1, and 32
+// reads posted at once all complete with the target's bytes.
+func TestReadDepth(t *testing.T) {
+	c, s := testPair(t)
+	devs, err := queryDevices(defTxSize, defRxSize, defTxIOVLimit, defRxIOVLimit, defInlineSize)
+	require.NoError(t, err)
+	require.NotEmpty(t, devs)
+	dev := devs[0]
+	for _, side := range []*tside{c, s} {
+		e := side.ep.(*endpoint)
+		e.mu.Lock()
+		init, resp, err := qpReadDepth(e.dp.qp)
+		e.mu.Unlock()
+		require.NoError(t, err)
+		if dev.maxReadInit > 1 && dev.maxReadResp > 1 {
+			require.Greater(t, init, 1, "initiator depth (device allows %d)", dev.maxReadInit)
+			require.Greater(t, resp, 1, "responder resources (device allows %d)", dev.maxReadResp)
+		}
+		require.LessOrEqual(t, init, dev.maxReadInit)
+		require.LessOrEqual(t, resp, dev.maxReadResp)
+	}
+
+	const n, size = 32, 64 << 10
+	target := make([]byte, n*size)
+	for i := range target {
+		target[i] = byte(i*7 + i>>12)
+	}
+	tmr := register(t, s, target, fi.AccessRemoteRead)
+	local := make([]byte, n*size)
+	lmr := register(t, c, local, fi.AccessRead)
+	base := uint64(bufAddr(target))
+	r := c.ep.(ep.RMA)
+	ctxs := make([]int, n)
+	posted := 0
+	for posted < n {
+		err := r.Read(local[posted*size:(posted+1)*size], lmr.Desc(), fi.AddrUnspec, base+uint64(posted*size), tmr.Key(), &ctxs[posted])
+		if errors.Is(err, fi.EAGAIN) {
+			break // the send queue is full: the rest after completions
+		}
+		require.NoError(t, err)
+		posted++
+	}
+	require.Greater(t, posted, 1, "more than one read in flight")
+	for done := 0; done < n; done++ {
+		got, e := c.next(t)
+		require.Nil(t, e, "read %d", done)
+		require.Equal(t, fi.FlagRMA|fi.FlagRead, got.Flags)
+		for posted < n {
+			err := r.Read(local[posted*size:(posted+1)*size], lmr.Desc(), fi.AddrUnspec, base+uint64(posted*size), tmr.Key(), &ctxs[posted])
+			if errors.Is(err, fi.EAGAIN) {
+				break
+			}
+			require.NoError(t, err)
+			posted++
+		}
+	}
+	require.True(t, bytes.Equal(target, local), "the reads brought the target's bytes")
+}
+
+// A connecting endpoint opened with a source address has its queue pair
+// from Enable on, so receives posted before Connect (as rxm preposts its
+// bounce buffers) are taken and complete with the first messages.
+func TestRecvBeforeConnect(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	hints := msgHints(true)
+	l := openListener(t, hints)
+	h := hints.Clone()
+	h.AddrFormat, h.DestAddr = l.info.AddrFormat, l.name
+	cinfos, err := fi.GetInfo(ctx, rdmaAddr(t).String(), "", 0, h)
+	require.NoError(t, err)
+	require.NotNil(t, cinfos[0].SrcAddr, "a node gives the entry a source address")
+	cfab, err := fi.OpenFabric(cinfos[0])
+	require.NoError(t, err)
+	closeAt(t, cfab)
+	c := openSide(t, cfab, cinfos[0])
+
+	const n = 4
+	bufs := make([][]byte, n)
+	for i := range bufs {
+		bufs[i] = make([]byte, 64)
+		mr := register(t, c, bufs[i], fi.AccessRecv)
+		require.NoError(t, c.ep.(ep.Msg).Recv(bufs[i], mr.Desc(), fi.AddrUnspec, &bufs[i]), "receive %d before connect", i)
+	}
+	require.NoError(t, c.ep.(ep.CM).Connect(l.name, nil))
+	ev, err := l.eq.SRead(ctx)
+	require.NoError(t, err)
+	s := openSide(t, l.fab, ev.(*eq.ConnReq).Info)
+	require.NoError(t, s.ep.(ep.CM).Accept(nil))
+	for _, side := range []*tside{c, s} {
+		ev, err := side.eq.SRead(ctx)
+		require.NoError(t, err)
+		require.IsType(t, &eq.Connected{}, ev)
+	}
+	msg := make([]byte, 64)
+	smr := register(t, s, msg, fi.AccessSend)
+	for i := range n {
+		binary.LittleEndian.PutUint64(msg, uint64(1000+i))
+		require.NoError(t, s.ep.(ep.Msg).Send(msg, smr.Desc(), fi.AddrUnspec, nil))
+		_, e := s.next(t)
+		require.Nil(t, e)
+		got, e := c.next(t)
+		require.Nil(t, e)
+		require.Same(t, &bufs[i], got.Context, "receives complete in posting order")
+		require.Equal(t, uint64(1000+i), binary.LittleEndian.Uint64(bufs[i]))
+	}
+}

@@ -59,18 +59,34 @@ static int gf_set_nonblock(int fd) {
 }
 
 // gf_conn_param fills a connection parameter block with private data
-// (copied by librdmacm before the call returns).
+// (copied by librdmacm before the call returns). The read depths ask for
+// the most the device allows (librdmacm clamps RDMA_MAX_RESP_RES and
+// RDMA_MAX_INIT_DEPTH to it; the acceptor's side also to what the
+// connector asked), as C's verbs provider does: a rendezvous issues
+// several RDMA reads at once, and a depth of 1 runs them one by one.
 static void gf_conn_param(struct rdma_conn_param *p, const void *data, uint8_t len) {
 	memset(p, 0, sizeof *p);
 	p->private_data = data;
 	p->private_data_len = len;
-	p->responder_resources = 1;
-	p->initiator_depth = 1;
+	p->responder_resources = RDMA_MAX_RESP_RES;
+	p->initiator_depth = RDMA_MAX_INIT_DEPTH;
 	p->retry_count = 7;
 	p->rnr_retry_count = 7;
 }
 
 static int gf_errno(int rc) { return rc ? errno : 0; }
+
+// gf_qp_read_depth reports a queue pair's RDMA read depths as initiator
+// and as responder (ibv_query_qp): 0 or errno.
+static int gf_qp_read_depth(struct ibv_qp *qp, int *init, int *resp) {
+	struct ibv_qp_attr a;
+	struct ibv_qp_init_attr ia;
+	if (ibv_query_qp(qp, &a, IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_MAX_DEST_RD_ATOMIC, &ia))
+		return errno ? errno : EIO;
+	*init = a.max_rd_atomic;
+	*resp = a.max_dest_rd_atomic;
+	return 0;
+}
 
 // --- data path ---
 
@@ -513,6 +529,16 @@ func srcPort(id cmIDC) uint16 {
 	return p>>8 | p<<8
 }
 
+// qpReadDepth is qp's RDMA read depth as initiator and as responder
+// (ibv_query_qp's max_rd_atomic and max_dest_rd_atomic).
+func qpReadDepth(qp qpC) (initiator, responder int, err error) {
+	var i, r C.int
+	if rc := C.gf_qp_read_depth(qp, &i, &r); rc != 0 {
+		return 0, 0, errnoErr("ibv_query_qp", syscall.Errno(rc))
+	}
+	return int(i), int(r), nil
+}
+
 func disconnect(id cmIDC) error {
 	if rc, errno := C.rdma_disconnect(id); rc != 0 {
 		return errnoErr("rdma_disconnect", errno.(syscall.Errno))
@@ -696,6 +722,7 @@ type devAttrs struct {
 	maxQP, maxQPWR, maxSGE        int
 	maxCQ, maxMR                  int
 	maxSRQ, maxSRQWR, maxSRQSGE   int
+	maxReadInit, maxReadResp      int // max_qp_init_rd_atom, max_qp_rd_atom
 	activePort                    int // first active port; 0 when none is
 	portActive                    bool
 	activeMTU                     int // bytes; 0 when unrecognized
@@ -752,6 +779,7 @@ func queryDevice(ctx *C.struct_ibv_context, txSize, rxSize, txIOV, rxIOV, inline
 		maxQP:        int(da.max_qp), maxQPWR: int(da.max_qp_wr), maxSGE: int(da.max_sge),
 		maxCQ: int(da.max_cq), maxMR: int(da.max_mr),
 		maxSRQ: int(da.max_srq), maxSRQWR: int(da.max_srq_wr), maxSRQSGE: int(da.max_srq_sge),
+		maxReadInit: int(da.max_qp_init_rd_atom), maxReadResp: int(da.max_qp_rd_atom),
 	}
 	for p := 1; p <= int(da.phys_port_cnt); p++ {
 		var pa C.struct_ibv_port_attr
