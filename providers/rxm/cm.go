@@ -47,6 +47,9 @@ func (e *endpoint) cmLoop(ctx context.Context, q eq.EventQueue) {
 			}
 		}
 		e.mu.Unlock()
+		// A reader blocked on the core completion queue looks again:
+		// deferred operations may go now, a connection may have failed.
+		e.Signal()
 		if err != nil && !errors.Is(err, fi.EAVAIL) && !errors.Is(err, fi.EAGAIN) {
 			return // the queue failed: nothing more comes
 		}
@@ -87,12 +90,12 @@ func (e *endpoint) cmEvent(ev eq.Event) {
 			var rec rxmwire.AcceptRecord
 			if err := rxmwire.ParseAccept(x.Data, &rec); err != nil {
 				fi.Logger(e.domain.fabric.Prov()).Warn("rxm: bad accept record", "peer", p.addr, "err", err)
-				e.dropConn(c)
+				e.dropConn(c, fi.EIO)
 				return
 			}
-			c.remoteID = rxmwire.ConnIndex(rec.ConnID)
+			c.remoteID, c.idKnown = rxmwire.ConnIndex(rec.ConnID), true
 			p.out = nil
-			p.backoff, p.retryAt = 0, time.Time{}
+			p.endSeries()
 		}
 		c.connected = true
 		if p.send == nil {
@@ -100,7 +103,7 @@ func (e *endpoint) cmEvent(ev eq.Event) {
 		}
 	case *eq.Shutdown:
 		if c := e.conns[x.Fid]; c != nil {
-			e.dropConn(c)
+			e.dropConn(c, fi.ECANCELED)
 		}
 	}
 }
@@ -111,11 +114,39 @@ func (e *endpoint) cmError(ee *eq.EQError) {
 	if c == nil {
 		return
 	}
-	if p := c.peer; p != nil && p.out == c {
-		p.backoff = min(max(2*p.backoff, retryMin), retryMax)
-		p.retryAt = time.Now().Add(p.backoff)
+	code := ee.Err
+	if code == 0 {
+		code = fi.EIO
 	}
-	e.dropConn(c)
+	if p := c.peer; p != nil && p.out == c {
+		e.attemptFailed(p, code)
+	}
+	e.dropConn(c, code)
+}
+
+// attemptFailed takes the failure of our connection attempt to p: a
+// refusal (nothing listens yet, the peer's backlog or rxm refuses) or a
+// reset before the answer is tried again by a later send, after a pause
+// that doubles from retryMin to retryMax, while the series of attempts
+// is younger than the fabric's connect timeout; then, or for any other
+// failure, the next send returns the error (C retries refusals without
+// end). mu is held.
+func (e *endpoint) attemptFailed(p *peer, code fi.Errno) {
+	if code == fi.ECONNREFUSED || code == fi.ECONNRESET {
+		p.backoff = min(max(2*p.backoff, retryMin), retryMax)
+		now := time.Now()
+		if now.Add(p.backoff).Sub(p.tryStart) < e.domain.fabric.connTimeout {
+			p.retryAt = now.Add(p.backoff)
+			return
+		}
+	}
+	p.lastErr = code
+	p.endSeries()
+}
+
+// endSeries forgets the series of connection attempts; mu is held.
+func (p *peer) endSeries() {
+	p.tryStart, p.retryAt, p.backoff = time.Time{}, time.Time{}, 0
 }
 
 // onRequest accepts a peer's connection request with an accept record,
@@ -123,7 +154,7 @@ func (e *endpoint) cmError(ee *eq.EQError) {
 // mu is held.
 func (e *endpoint) onRequest(req *eq.ConnReq) {
 	var rec rxmwire.ConnectRecord
-	if err := rxmwire.ParseConnect(req.Data, rxmwire.EagerLimit, &rec); err != nil {
+	if err := rxmwire.ParseConnect(req.Data, uint32(e.eager), &rec); err != nil {
 		_ = e.pep.Reject(req.Info.Handle, rxmwire.AppendReject(nil, rxmwire.RejectRefused))
 		return
 	}
@@ -138,9 +169,9 @@ func (e *endpoint) onRequest(req *eq.ConnReq) {
 		_ = e.pep.Reject(req.Info.Handle, rxmwire.AppendReject(nil, rxmwire.RejectRefused))
 		return
 	}
-	c.remoteID = rxmwire.ConnIndex(rec.ConnID)
+	c.remoteID, c.idKnown = rxmwire.ConnIndex(rec.ConnID), true
 	acc := rxmwire.AcceptRecord{ConnID: rxmwire.MakeConnID(e.pid, p.index), RxSize: rxmwire.RxSize, FlowCtrl: rxmwire.FlowCtrlOff}
 	if err := c.cm.Accept(rxmwire.AppendAccept(nil, &acc)); err != nil {
-		e.dropConn(c)
+		e.dropConn(c, fi.ECANCELED)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/cockroachdb/errors"
 	"github.com/gofabric/gofabric/ep"
 	"github.com/gofabric/gofabric/eq"
 	"github.com/gofabric/gofabric/fi"
@@ -11,18 +12,23 @@ import (
 	"github.com/gofabric/gofabric/kit"
 )
 
-// PostTx sends an eager message (fi_send, fi_tsend and their forms,
-// through kit.MsgOps and kit.TaggedOps; C's rxm_send_common): over the
-// peer's connection, opened by the first send, which returns fi.EAGAIN
-// until it is up. Bare errors: fi.EMSGSIZE above the eager limit (no
-// rendezvous yet), fi.EINVAL for an inject above inject_size or an
-// unknown fi.Addr, fi.EAGAIN when tx_attr.size sends are in flight.
+// PostTx sends a message (fi_send, fi_tsend and their forms, through
+// kit.MsgOps and kit.TaggedOps; C's rxm_send_common) or posts an RMA
+// operation (rma.go): over the peer's connection, opened by the first
+// send, which returns fi.EAGAIN until it is up. Messages up to the eager
+// limit go eager, longer ones by rendezvous. Bare errors: fi.EINVAL for an
+// inject above inject_size, more than iov_limit buffers or an unknown
+// fi.Addr, fi.EAGAIN when tx_attr.size operations are in flight or the
+// core's queue is full; a connection that could not be opened gives its
+// error once (fi.ECONNREFUSED after the connect timeout).
 func (e *endpoint) PostTx(op kit.Op) error {
 	tagged := false
 	switch op.Kind {
 	case kit.OpSend:
 	case kit.OpTSend:
 		tagged = true
+	case kit.OpWrite, kit.OpRead:
+		return e.postRMA(&op)
 	default:
 		return fi.ENOSYS
 	}
@@ -31,11 +37,8 @@ func (e *endpoint) PostTx(op kit.Op) error {
 	}
 	size := op.Len()
 	inject := op.Inject || op.Flags&fi.FlagInject != 0
-	switch {
-	case inject && (size > e.info.TxAttr.InjectSize || size > maxInject):
+	if inject && (size > e.info.TxAttr.InjectSize || size > maxInject) {
 		return fi.EINVAL
-	case size > rxmwire.EagerLimit:
-		return fi.EMSGSIZE
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -50,10 +53,10 @@ func (e *endpoint) PostTx(op kit.Op) error {
 	if err != nil {
 		return err
 	}
-	if len(e.free) == 0 {
+	tx := e.getTx()
+	if tx == nil {
 		return fi.EAGAIN
 	}
-	tx := e.free[len(e.free)-1]
 	h := &e.hdr
 	*h = rxmwire.Header{Type: rxmwire.TypeEager, ConnID: c.remoteID, Size: uint64(size)}
 	if tagged {
@@ -62,12 +65,18 @@ func (e *endpoint) PostTx(op kit.Op) error {
 	if op.Flags&fi.FlagRemoteCQData != 0 {
 		h.Flags, h.Data = rxmwire.FlagCQData, op.Data
 	}
+	tx.ctx, tx.flags, tx.cntr = op.Context, sendFlags(tagged), kit.CntrSend
+	tx.report = !op.Inject && (!e.TxSel || op.Flags&fi.FlagCompletion != 0)
+	if size > e.eager && !inject {
+		return e.sendRndv(c, tx, &op, h)
+	}
+	tx.kind = txEager
 	rxmwire.PutHeader(tx.hdr[:], h)
-	tx.iov[0] = tx.hdr[:]
+	tx.iov[0] = tx.hdr[:rxmwire.HeaderSize]
 	n := 1
 	if inject {
 		// The caller's buffer is its own again on return: copy it.
-		k := copy(tx.inline[:], tx.hdr[:])
+		k := copy(tx.inline[:], tx.hdr[:rxmwire.HeaderSize])
 		if op.IOV == nil {
 			k += copy(tx.inline[k:], op.Buf)
 		} else {
@@ -83,18 +92,72 @@ func (e *endpoint) PostTx(op kit.Op) error {
 		n += copy(tx.iov[1:], op.IOV)
 	}
 	tx.msg = ep.Message{IOV: tx.iov[:n], Addr: fi.AddrUnspec, Context: tx}
-	tx.ctx, tx.flags = op.Context, sendFlags(tagged)
-	tx.report = !op.Inject && (!e.TxSel || op.Flags&fi.FlagCompletion != 0)
-	if err := c.msg.SendMsg(&tx.msg, 0); err != nil {
-		tx.msg, tx.ctx = ep.Message{}, nil
-		return err
+	var flags fi.Flags
+	if !op.Inject {
+		// The core's acknowledged send, as C passes these flags to it
+		// (tcp asks the peer's ACK).
+		flags = op.Flags & (fi.FlagDeliveryComplete | fi.FlagTransmitComplete)
 	}
-	e.free = e.free[:len(e.free)-1]
+	if err := c.msg.SendMsg(&tx.msg, flags); err != nil {
+		e.putTx(tx)
+		return transient(err)
+	}
 	return nil
 }
 
+// transient maps the core's errors of a connection going away to
+// fi.EAGAIN: the next try opens another.
+func transient(err error) error {
+	if err == fi.ESHUTDOWN || err == fi.ENOTCONN {
+		return fi.EAGAIN
+	}
+	return err
+}
+
+// getTx takes a free transmit buffer, making one while fewer than
+// tx_attr.size exist; nil when all are in use. mu is held.
+func (e *endpoint) getTx() *txBuf {
+	if len(e.free) == 0 {
+		if len(e.txs) >= e.txSize {
+			return nil
+		}
+		tx := &txBuf{idx: uint32(len(e.txs))}
+		e.txs = append(e.txs, tx)
+		e.free = append(e.free, tx)
+	}
+	tx := e.free[len(e.free)-1]
+	e.free = e.free[:len(e.free)-1]
+	tx.inUse = true
+	tx.gen++
+	return tx
+}
+
+// putTx frees tx; mu is held.
+func (e *endpoint) putTx(tx *txBuf) {
+	tx.closeMRs()
+	tx.inUse, tx.sent, tx.done, tx.conn = false, false, false, nil
+	tx.msg, tx.rmsg, tx.ctx = ep.Message{}, ep.RMAMessage{}, nil
+	clear(tx.iov[:])
+	clear(tx.desc[:])
+	e.free = append(e.free, tx)
+}
+
+// closeMRs deregisters the memory a rendezvous send registered.
+func (tx *txBuf) closeMRs() {
+	for i, mr := range tx.mrs {
+		if mr != nil {
+			_ = mr.Close()
+			tx.mrs[i] = nil
+		}
+	}
+}
+
 // connFor returns the connection to send to the AV's addr on, or
-// fi.EAGAIN while it is being opened (C's rxm_get_conn); mu is held.
+// fi.EAGAIN while it is being opened (C's rxm_get_conn); mu is held. A
+// refused attempt is tried again by a later send, after a pause, until
+// the series of attempts is older than the fabric's connect timeout;
+// then, or for another failure, the next send returns the error, once,
+// and the one after starts a new series.
 func (e *endpoint) connFor(addr fi.Addr) (*conn, error) {
 	if e.av == nil {
 		return nil, fi.EINVAL
@@ -114,18 +177,25 @@ func (e *endpoint) connFor(addr fi.Addr) (*conn, error) {
 	if p.out != nil {
 		return nil, fi.EAGAIN
 	}
+	if code := p.lastErr; code != 0 {
+		p.lastErr = 0
+		return nil, errors.Wrapf(code, "%s: connection to %v failed", e.domain.fabric.Prov(), p.addr)
+	}
 	now := time.Now()
 	if now.Before(p.retryAt) {
 		return nil, fi.EAGAIN
+	}
+	if p.tryStart.IsZero() {
+		p.tryStart = now
 	}
 	c, err := e.newConn(e.msgInfo, p)
 	if err != nil {
 		return nil, err
 	}
-	rec := rxmwire.ConnectRecord{Port: e.self.Port(), FlowCtrl: rxmwire.FlowCtrlOff, EagerLimit: rxmwire.EagerLimit,
+	rec := rxmwire.ConnectRecord{Port: e.self.Port(), FlowCtrl: rxmwire.FlowCtrlOff, EagerLimit: uint32(e.eager),
 		RxSize: rxmwire.RxSize, ConnID: rxmwire.MakeConnID(e.pid, p.index)}
 	if err := c.cm.Connect(name, rxmwire.AppendConnect(nil, &rec)); err != nil {
-		e.dropConn(c)
+		e.dropConn(c, fi.ECANCELED)
 		return nil, err
 	}
 	p.out = c
@@ -154,6 +224,7 @@ func (e *endpoint) newConn(info *fi.Info, p *peer) (*conn, error) {
 	c := &conn{ep: x, peer: p}
 	c.msg, _ = x.(ep.Msg)
 	c.cm, _ = x.(ep.CM)
+	c.rma, _ = x.(ep.RMA)
 	if c.msg == nil || c.cm == nil {
 		_ = x.Close()
 		return nil, fi.ENOSYS
@@ -166,6 +237,9 @@ func (e *endpoint) newConn(info *fi.Info, p *peer) (*conn, error) {
 		_ = x.Close()
 		return nil, err
 	}
+	if e.coreRW != nil {
+		_ = x.Bind(e.coreRW, fi.FlagRemoteWrite) // best effort: see Enable
+	}
 	if err := x.Enable(); err != nil {
 		_ = x.Close()
 		return nil, err
@@ -173,16 +247,22 @@ func (e *endpoint) newConn(info *fi.Info, p *peer) (*conn, error) {
 	e.conns[x] = c
 	for i := range c.rx {
 		c.rx[i].c = c
-		if err := c.msg.Recv(c.rx[i].buf[:], nil, fi.AddrUnspec, &c.rx[i]); err != nil {
-			e.dropConn(c)
+		c.rx[i].buf = make([]byte, rxmwire.HeaderSize+e.eager)
+		if err := c.msg.Recv(c.rx[i].buf, nil, fi.AddrUnspec, &c.rx[i]); err != nil {
+			e.dropConn(c, fi.ECANCELED)
 			return nil, err
 		}
 	}
 	return c, nil
 }
 
-// dropConn forgets connection c and closes it; mu is held.
-func (e *endpoint) dropConn(c *conn) {
+// dropConn forgets connection c and closes it; mu is held. What was
+// pending on it fails with code: rendezvous sends waiting for the
+// peer's read-done, deferred operations, and unexpected rendezvous
+// requests that came over it (their data cannot be read any more); the
+// core completes what it still had queued with errors, which progress
+// takes.
+func (e *endpoint) dropConn(c *conn, code fi.Errno) {
 	if c.closed {
 		return
 	}
@@ -197,6 +277,26 @@ func (e *endpoint) dropConn(c *conn) {
 		}
 	}
 	_ = c.ep.Close()
+	for _, tx := range e.txs {
+		if tx.inUse && tx.kind == txRndv && tx.conn == c && tx.sent {
+			e.txDone(tx, 0, code)
+		}
+	}
+	for _, rr := range c.deferred {
+		rr.queued = false
+		rr.fail(code)
+		e.rndvStep(rr)
+	}
+	c.deferred = nil
+	kept := e.unexp[:0]
+	for _, u := range e.unexp {
+		if u.rndv && u.conn == c {
+			continue
+		}
+		kept = append(kept, u)
+	}
+	clear(e.unexp[len(kept):])
+	e.unexp = kept
 }
 
 // progress reads the core event queue and completion queue (C's
@@ -207,26 +307,21 @@ func (e *endpoint) progress() {
 	e.progressLocked()
 }
 
-// progressLocked is progress with mu held.
+// progressLocked is progress with mu held: connection events, core
+// completions, then the deferred operations.
 func (e *endpoint) progressLocked() {
 	if !e.enabled {
 		return
 	}
 	e.cmProgress()
-	for {
-		n, err := e.msgCQ.Read(e.entries[:])
-		for i := range e.entries[:n] {
-			e.completed(&e.entries[i])
-			e.entries[i] = eq.Completion{}
-		}
-		if err == fi.EAVAIL {
-			if ce, err := e.msgCQ.ReadErr(); err == nil && ce != nil {
-				e.failed(ce)
-			}
-			continue
-		}
-		if n < len(e.entries) {
-			return
+	e.drainCore()
+	if len(e.deferConns) > 0 {
+		e.runDeferred()
+	}
+	if e.coreRW != nil {
+		if v := e.coreRW.Read(); v != e.coreRWSeen {
+			_ = e.Cntr[kit.CntrRemoteWrite].Add(v - e.coreRWSeen)
+			e.coreRWSeen = v
 		}
 	}
 }
@@ -235,9 +330,21 @@ func (e *endpoint) progressLocked() {
 func (e *endpoint) completed(c *eq.Completion) {
 	switch x := c.Context.(type) {
 	case *txBuf:
-		e.txDone(x, nil)
+		e.txDone(x, c.Flags, 0)
 	case *rxBuf:
 		e.arrived(x, c.Len)
+	case *rndvRead:
+		x.rr.readDone(0)
+		e.rndvStep(x.rr)
+	case *rndvRecv:
+		x.doneSent(0)
+		e.rndvStep(x)
+	case nil:
+		// The peer's write with remote CQ data (fi_writedata): the
+		// core's receive side reports it as the target's completion.
+		if c.Flags&fi.FlagRemoteWrite != 0 {
+			e.remoteWrite(c)
+		}
 	}
 }
 
@@ -245,40 +352,85 @@ func (e *endpoint) completed(c *eq.Completion) {
 func (e *endpoint) failed(ce *eq.CQError) {
 	switch x := ce.Context.(type) {
 	case *txBuf:
-		e.txDone(x, ce)
+		e.txDone(x, 0, codeOf(ce))
 	case *rxBuf:
 		// A flushed bounce receive of a closed connection, or a broken
 		// one: drop the connection.
 		if !x.c.closed {
-			e.dropConn(x.c)
+			e.dropConn(x.c, codeOf(ce))
 		}
+	case *rndvRead:
+		x.rr.readDone(codeOf(ce))
+		e.rndvStep(x.rr)
+	case *rndvRecv:
+		x.doneSent(codeOf(ce))
+		e.rndvStep(x)
 	}
 }
 
-// txDone completes an eager send and frees its buffer; mu is held.
-func (e *endpoint) txDone(tx *txBuf, ce *eq.CQError) {
-	ctx, flags, report := tx.ctx, tx.flags, tx.report
-	tx.msg, tx.ctx, tx.iov = ep.Message{}, nil, [1 + iovLimit][]byte{}
-	e.free = append(e.free, tx)
-	if ce != nil {
-		if e.TxCQ != nil && report {
-			_ = e.TxCQ.CompleteErr(&eq.CQError{Context: ctx, Flags: flags, Err: ce.Err})
+// codeOf returns an error completion's code, fi.EIO if it has none.
+func codeOf(ce *eq.CQError) fi.Errno {
+	if ce.Err == 0 {
+		return fi.EIO
+	}
+	return ce.Err
+}
+
+// remoteWrite reports a peer's write with remote CQ data on the receive
+// queue; mu is held.
+func (e *endpoint) remoteWrite(c *eq.Completion) {
+	if e.RxCQ != nil && c.Flags&fi.FlagRemoteCQData != 0 {
+		_ = e.RxCQ.CompleteOverflow(eq.Completion{Flags: c.Flags, Len: c.Len, Data: c.Data}, fi.AddrUnspec)
+	}
+	if k := e.Cntr[kit.CntrRemoteWrite]; k != nil && e.coreRW == nil {
+		_ = k.Add(1)
+	}
+}
+
+// txDone ends transmit operation tx: flags are the core's completion's,
+// code its error (0 for success); mu is held. An eager send or RMA
+// operation completes; a rendezvous request whose send completed waits
+// for the peer's read-done.
+func (e *endpoint) txDone(tx *txBuf, flags fi.Flags, code fi.Errno) {
+	if !tx.inUse {
+		return
+	}
+	if tx.kind == txRndv && code == 0 {
+		tx.sent = true
+		switch {
+		case tx.conn.closed:
+			code = fi.ECANCELED // no read-done comes over a closed connection
+		case !tx.done:
+			return
 		}
-		if e.Cntr[kit.CntrSend] != nil {
-			_ = e.Cntr[kit.CntrSend].AddErr(1)
+	}
+	ctx, report, slot := tx.ctx, tx.report, tx.cntr
+	cflags := tx.flags
+	if tx.kind == txRMA && flags != 0 {
+		cflags = flags
+	}
+	e.putTx(tx)
+	if code != 0 {
+		if e.TxCQ != nil {
+			_ = e.TxCQ.CompleteErr(&eq.CQError{Context: ctx, Flags: cflags, Err: code})
+		}
+		if k := e.Cntr[slot]; k != nil {
+			_ = k.AddErr(1)
 		}
 		return
 	}
 	if e.TxCQ != nil && report {
-		_ = e.TxCQ.CompleteOverflow(eq.Completion{Context: ctx, Flags: flags}, fi.AddrUnspec)
+		_ = e.TxCQ.CompleteOverflow(eq.Completion{Context: ctx, Flags: cflags}, fi.AddrUnspec)
 	}
-	if e.Cntr[kit.CntrSend] != nil {
-		_ = e.Cntr[kit.CntrSend].Add(1)
+	if k := e.Cntr[slot]; k != nil {
+		_ = k.Add(1)
 	}
 }
 
-// arrived takes a message in bounce buffer rx of n bytes: it matches a
-// posted receive or waits as unexpected, and rx is posted again; mu is
+// arrived takes a packet in bounce buffer rx of n bytes: an eager
+// message matches a posted receive or waits as unexpected, a rendezvous
+// request likewise, a read-done completes a rendezvous send; rx is posted
+// again. A packet that breaks the protocol drops the connection. mu is
 // held.
 func (e *endpoint) arrived(rx *rxBuf, n int) {
 	c := rx.c
@@ -286,23 +438,64 @@ func (e *endpoint) arrived(rx *rxBuf, n int) {
 		return
 	}
 	var h rxmwire.Header
-	if n < rxmwire.HeaderSize || rxmwire.ParseHeader(rx.buf[:n], uint64(n-rxmwire.HeaderSize), &h) != nil || h.Type != rxmwire.TypeEager {
-		e.dropConn(c) // a protocol violation, or what this step does not take
+	if n < rxmwire.HeaderSize || rxmwire.ParseHeader(rx.buf[:n], uint64(n-rxmwire.HeaderSize), &h) != nil {
+		e.dropConn(c, fi.EIO)
 		return
 	}
-	payload := rx.buf[rxmwire.HeaderSize:n]
+	switch h.Type {
+	case rxmwire.TypeEager:
+		e.arrivedEager(c, &h, rx.buf[rxmwire.HeaderSize:n])
+	case rxmwire.TypeRndvReq:
+		if !e.arrivedRndv(c, &h, rx.buf[rxmwire.HeaderSize:n]) {
+			e.dropConn(c, fi.EIO)
+			return
+		}
+	case rxmwire.TypeRndvReadDone:
+		if !e.readDoneArrived(c, h.MsgID) {
+			e.dropConn(c, fi.EIO)
+			return
+		}
+	default:
+		// SAR, atomics, credits and the write rendezvous are not spoken:
+		// the peer is configured otherwise.
+		e.dropConn(c, fi.EIO)
+		return
+	}
+	if err := c.msg.Recv(rx.buf, nil, fi.AddrUnspec, rx); err != nil {
+		e.dropConn(c, fi.Code(err))
+	}
+}
+
+// arrivedEager takes an eager message; mu is held.
+func (e *endpoint) arrivedEager(c *conn, h *rxmwire.Header, payload []byte) {
 	src := e.srcOf(c)
 	tagged := h.Op == rxmwire.OpTagged
 	if i := e.match(tagged, h.Tag, src); i >= 0 {
 		r := e.recvs[i]
 		e.recvs = append(e.recvs[:i], e.recvs[i+1:]...)
 		e.deliver(&r, payload, src, tagged, h.Tag, h.HasCQData(), h.Data)
-	} else {
-		e.unexp = append(e.unexp, unexpected{data: append([]byte(nil), payload...), src: src, tagged: tagged,
-			tag: h.Tag, cqData: h.Data, hasCQ: h.HasCQData()})
+		return
 	}
-	if err := c.msg.Recv(rx.buf[:], nil, fi.AddrUnspec, rx); err != nil {
-		e.dropConn(c)
+	buf := e.getBuf()
+	e.unexp = append(e.unexp, unexpected{data: append(buf, payload...), src: src, tagged: tagged,
+		tag: h.Tag, cqData: h.Data, hasCQ: h.HasCQData()})
+}
+
+// getBuf returns an empty pooled buffer for an unexpected eager payload;
+// mu is held.
+func (e *endpoint) getBuf() []byte {
+	if k := len(e.bufs); k > 0 {
+		b := e.bufs[k-1]
+		e.bufs = e.bufs[:k-1]
+		return b
+	}
+	return make([]byte, 0, e.eager)
+}
+
+// putBuf returns an unexpected payload's buffer to the pool; mu is held.
+func (e *endpoint) putBuf(b []byte) {
+	if cap(b) >= e.eager {
+		e.bufs = append(e.bufs, b[:0])
 	}
 }
 
@@ -352,24 +545,36 @@ func (e *endpoint) deliver(r *posted, data []byte, src fi.Addr, tagged bool, tag
 	if !tagged {
 		tag = 0
 	}
-	if len(rest) > 0 {
-		e.rxFailed(&eq.CQError{Context: r.ctx, Flags: flags, Len: placed, Data: d, Tag: tag, OLen: len(rest), Err: fi.ETRUNC})
+	e.rxComplete(r.ctx, r.report, flags, placed, uint64(len(data)), d, tag, src)
+}
+
+// rxComplete completes a receive of a size-byte message of which placed
+// bytes fit: a completion, or an fi.ETRUNC error entry with the length
+// lost (OLen) when the receive was too small; mu is held.
+func (e *endpoint) rxComplete(ctx any, report bool, flags fi.Flags, placed int, size, data, tag uint64, src fi.Addr) {
+	if over := size - uint64(placed); over > 0 {
+		e.rxFailed(&eq.CQError{Context: ctx, Flags: flags, Len: placed, Data: data, Tag: tag,
+			OLen: int(min(over, uint64(maxInt))), Err: fi.ETRUNC})
 		return
 	}
 	if e.info.Caps&fi.CapSource == 0 {
 		src = fi.AddrUnspec
 	}
-	if e.RxCQ != nil && r.report {
-		_ = e.RxCQ.CompleteOverflow(eq.Completion{Context: r.ctx, Flags: flags, Len: placed, Data: d, Tag: tag}, src)
+	if e.RxCQ != nil && report {
+		_ = e.RxCQ.CompleteOverflow(eq.Completion{Context: ctx, Flags: flags, Len: placed, Data: data, Tag: tag}, src)
 	}
 	if e.Cntr[kit.CntrRecv] != nil {
 		_ = e.Cntr[kit.CntrRecv].Add(1)
 	}
 }
 
+// maxInt is the largest int.
+const maxInt = int(^uint(0) >> 1)
+
 // PostRx posts a receive (fi_recv, fi_trecv and their forms): a message
-// waiting unexpected is taken at once; fi.EAGAIN says rx_attr.size
-// receives are posted.
+// waiting unexpected is taken at once (an eager one copied, a rendezvous
+// one read from its sender); fi.EAGAIN says rx_attr.size receives are
+// posted.
 func (e *endpoint) PostRx(op kit.Op) error {
 	r := posted{ctx: op.Context, src: op.Addr, tag: op.Tag, ignore: op.Ignore, tagged: op.Kind == kit.OpTRecv}
 	n, err := op.CopyIOV(r.iov[:], e.domain.fabric.Prov())
@@ -397,7 +602,13 @@ func (e *endpoint) PostRx(op kit.Op) error {
 		}
 		m := *u
 		e.unexp = append(e.unexp[:i], e.unexp[i+1:]...)
+		e.unexp[len(e.unexp):cap(e.unexp)][0] = unexpected{}
+		if m.rndv {
+			e.startRndv(m.conn, &r, &m)
+			return nil
+		}
 		e.deliver(&r, m.data, m.src, m.tagged, m.tag, m.hasCQ, m.cqData)
+		e.putBuf(m.data)
 		return nil
 	}
 	if len(e.recvs) >= e.rxSize {

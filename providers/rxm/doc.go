@@ -7,14 +7,31 @@
 // peers interoperate.
 //
 // It mirrors fi_getinfo(3), fi_fabric(3), fi_domain(3), fi_av(3),
-// fi_cq(3), fi_cntr(3), fi_mr(3), fi_endpoint(3), fi_msg(3) and
-// fi_tagged(3) for its layering. Its FI_EP_RDM endpoints open a
+// fi_cq(3), fi_cntr(3), fi_mr(3), fi_endpoint(3), fi_msg(3), fi_tagged(3)
+// and fi_rma(3) for its layering. Its FI_EP_RDM endpoints open a
 // connection to a peer on the first send (which returns fi.EAGAIN until
-// it is up) and accept the peers' with C's connect and accept records;
-// they carry eager messages only (at most 16384 bytes, fi.EMSGSIZE
-// above: rendezvous, SAR and fi_rma(3) are not there yet). Reading an
-// rxm completion queue or counter reads the core's queues (manual
-// progress); a blocked reader runs that progress every millisecond.
+// it is up) and accept the peers' with C's connect and accept records.
+// Messages up to the eager limit go eager, behind the 64-byte rxm header;
+// longer ones by C's read-based rendezvous: the sender registers its
+// buffers with the core domain under rxm's keys (0x80000000 | n) and
+// sends their descriptor, the receiver reads them into the matched
+// receive with the core's RMA reads and answers read-done, on which the
+// send completes; the receive completes when read-done is sent. A receive
+// too small for its message completes with an fi.ETRUNC error entry
+// (Len placed, OLen lost), eager and rendezvous alike. RMA passes
+// through to the peer's connection with the application's keys. rxm's
+// own operations that the core refuses for now (fi.EAGAIN) wait in
+// their connection's deferred queue and go, in order, on a later
+// progress. Reading an rxm completion queue or counter reads the core's
+// queues (manual progress); a blocked reader waits on the core
+// completion queue when the queue drives one endpoint, and runs progress
+// every millisecond when it drives several.
+//
+// A refused connection attempt is tried again (the sends return
+// fi.EAGAIN) with a pause that doubles from 1 ms to 1 s, for as long as
+// the core fabric's ConnTimeout method says (tcp: FI_TCP_CONN_TIMEOUT),
+// or 30 seconds over a core fabric without one; then the next send
+// returns the error, once.
 //
 // # Layering
 //
@@ -34,16 +51,18 @@
 // address vectors are its own.
 //
 // gofabric's rxm differs from C's in what it lacks (FI_ATOMIC,
-// FI_MULTI_RECV, FI_HMEM, collectives, the write-based rendezvous, the
-// pass-through path, automatic data progress) and in granting FI_SOURCE
-// and FI_DIRECTED_RECV without being asked.
+// FI_MULTI_RECV, FI_HMEM, collectives, SAR, the write-based rendezvous,
+// the pass-through path, automatic data progress, a remote-read counter)
+// and in granting FI_SOURCE and FI_DIRECTED_RECV without being asked.
 //
 // # Environment
 //
 // rxm reads C's variables, when GetInfo runs and when a fabric opens:
 //
 //   - FI_OFI_RXM_BUFFER_SIZE: the eager limit, 16384 by default (104 to
-//     2^31-1).
+//     2^31-1); both sides of a connection must agree (the connect record
+//     says it), and each connection keeps 8 receives of 64 bytes more
+//     posted.
 //   - FI_OFI_RXM_TX_SIZE, FI_OFI_RXM_RX_SIZE: the queue depths of RDM
 //     endpoints when hints ask none (2048), and, when set, the deepest
 //     they may ask for (16384 and 65536 otherwise).

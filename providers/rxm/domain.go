@@ -20,6 +20,9 @@ type domain struct {
 	core     fi.Domain
 	coreInfo *fi.Info
 	fabric   *fabric
+	// mrKey counts rxm's internal registrations: their keys are
+	// rxmKeyBase | mrKey (C's rxm_domain mr_key).
+	mrKey atomic.Uint64
 	kit.Domain[epSet]
 }
 

@@ -21,8 +21,9 @@ import (
 // requests, one core event queue and completion queue for all its
 // connections, and at most one connection per peer for sending, opened on
 // the first send to it; every connection, opened or accepted, carries
-// messages in. Step 2 of the layering: eager messages only (at most the
-// eager limit), no rendezvous, no SAR, no RMA.
+// messages in. Messages up to the eager limit go eager, longer ones by
+// the read-based rendezvous (rndv.go); RMA passes through to the peer's
+// connection (rma.go). No SAR.
 
 // bounceCount is how many bounce receives each connection keeps posted.
 const bounceCount = 8
@@ -44,13 +45,25 @@ func (s *epSet) progress() {
 }
 
 // waitTick is how long a blocked reader of an rxm queue sleeps between
-// two runs of progress: the core's queues are read, not waited on, in
-// this step (C polls its core EQ every 10 ms likewise).
+// two runs of progress when it cannot wait on a core completion queue:
+// the queue drives several endpoints, or the one it drives is not
+// enabled or its core queue failed.
 const waitTick = time.Millisecond
 
-// wait is the queues' wait hook: it sleeps for a tick or until the queue
-// wakes the reader.
+// ticks counts the waits that slept a tick (for the tests).
+var ticks atomic.Int64
+
+// wait is the queues' wait hook (kit.WaitFunc; C's rxm_ep_trywait and
+// the poll on its core queues' descriptors): with one endpoint in the
+// set, it blocks on that endpoint's core completion queue until an entry
+// is there (which the next progress takes), ctx ends (an rxm entry,
+// Signal, Close) or the CM goroutine signals a connection event; with
+// more, it sleeps a tick.
 func (s *epSet) wait(ctx context.Context) error {
+	if eps := s.Load(); len(eps) == 1 && eps[0].waitCore(ctx) {
+		return nil
+	}
+	ticks.Add(1)
 	t := time.NewTimer(waitTick)
 	defer t.Stop()
 	select {
@@ -58,6 +71,31 @@ func (s *epSet) wait(ctx context.Context) error {
 	case <-t.C:
 	}
 	return nil
+}
+
+// waitCore blocks on the endpoint's core completion queue until it holds
+// an entry or ctx ends: it calls SRead with no room for entries, which in
+// the kit's queues (those of gofabric's core providers) waits for an
+// entry and leaves it queued, so that progress takes the entries in
+// their order. It reports false when it could not wait: the core queue
+// is gone or failed, operations wait in the deferred queue, or the last
+// such wait ended with nothing for progress to take (a core whose SRead
+// does not wait without room: the caller sleeps a tick rather than
+// spin).
+func (e *endpoint) waitCore(ctx context.Context) bool {
+	e.mu.Lock()
+	cq, ok := e.msgCQ, e.enabled && len(e.deferConns) == 0 && !(e.woke && e.wokeAt == e.taken)
+	taken := e.taken
+	e.mu.Unlock()
+	if !ok || cq == nil {
+		return false
+	}
+	_, err := cq.SRead(ctx, e.noEntries[:0])
+	woke := err == nil || err == fi.EAVAIL
+	e.mu.Lock()
+	e.woke, e.wokeAt = woke && ctx.Err() == nil, taken
+	e.mu.Unlock()
+	return woke || ctx.Err() != nil
 }
 
 // peer is a remote rxm endpoint, by its name (its listener's address).
@@ -69,8 +107,13 @@ type peer struct {
 	// send is the connection messages to the peer go on, nil until one
 	// is connected; out is our connection attempt, nil when none runs.
 	send, out *conn
-	retryAt   time.Time
-	backoff   time.Duration
+	// A series of connection attempts: a refused one is tried again
+	// from retryAt, backoff after the last, until the fabric's connect
+	// timeout after tryStart; lastErr is why the last series failed, for
+	// the next send to return.
+	tryStart, retryAt time.Time
+	backoff           time.Duration
+	lastErr           fi.Errno
 }
 
 // conn is one core FI_EP_MSG endpoint of the RDM endpoint.
@@ -80,27 +123,65 @@ type conn struct {
 	cm        ep.CM
 	peer      *peer
 	remoteID  uint64 // ConnIndex of the peer's record: conn_id of our headers
+	rma       ep.RMA // nil when the core endpoint has no fi_rma(3)
 	connected bool
-	closed    bool
-	rx        [bounceCount]rxBuf
+	// idKnown says remoteID is set: from the peer's connect record
+	// (accepted) or accept record (opened).
+	idKnown bool
+	closed  bool
+	// deferred are rxm's own operations the core refused with
+	// fi.EAGAIN, or that wait for remoteID (C's deferred_tx_queue), in
+	// order; progress posts them again.
+	deferred []*rndvRecv
+	rx       [bounceCount]rxBuf
 }
 
-// rxBuf is a bounce receive posted on a connection.
+// rxBuf is a bounce receive posted on a connection: a header and an
+// eager payload.
 type rxBuf struct {
 	c   *conn
-	buf [rxmwire.HeaderSize + rxmwire.EagerLimit]byte
+	buf []byte
 }
 
-// txBuf is an eager send on its way: the rxm header as the first iov,
-// the caller's buffers after it (C's direct send, rxm_msg.c).
+// txKind is what a txBuf carries.
+type txKind uint8
+
+const (
+	txEager txKind = iota // an eager message
+	txRndv                // a rendezvous request; the send ends at read-done
+	txRMA                 // an RMA operation passed to the core
+)
+
+// txBuf is an application's transmit operation on its way (C's struct
+// rxm_tx_buf): an eager message with the rxm header as the first iov and
+// the caller's buffers after it (C's direct send, rxm_msg.c), a
+// rendezvous request with the memory it registered, or an RMA operation.
+// The endpoint keeps at most tx_attr.size of them, pooled.
 type txBuf struct {
-	hdr    [rxmwire.HeaderSize]byte
+	kind txKind
+	// inUse is set while the operation is on its way; idx is its place in
+	// endpoint.txs and gen counts its uses: a rendezvous request's msg_id
+	// is gen<<32 | idx.
+	inUse  bool
+	idx    uint32
+	gen    uint32
+	hdr    [rxmwire.HeaderSize + rxmwire.RndvDescSize]byte
 	iov    [1 + iovLimit][]byte
+	desc   [iovLimit]any
 	msg    ep.Message
+	rmsg   ep.RMAMessage
+	rmaIOV [iovLimit]ep.RMAIOV
 	ctx    any
 	flags  fi.Flags
 	report bool
+	cntr   int // the counter slot it counts in
 	inline [rxmwire.HeaderSize + maxInject]byte
+	// A rendezvous send: the connection it went on, the memory
+	// registered for the peer's reads, whether the request's send
+	// completed (sent) and the read-done arrived (done).
+	conn       *conn
+	mrs        [iovLimit]fi.MR
+	sent, done bool
 }
 
 // maxInject is the most an inject carries here (inject_size is at most
@@ -119,7 +200,9 @@ type posted struct {
 	report bool
 }
 
-// unexpected is a message that arrived before a receive matched it.
+// unexpected is a message that arrived before a receive matched it: an
+// eager one with its payload in a pooled buffer, or a rendezvous request
+// with its descriptor, to be read over the connection it came on.
 type unexpected struct {
 	data   []byte
 	src    fi.Addr
@@ -127,6 +210,11 @@ type unexpected struct {
 	tag    uint64
 	cqData uint64
 	hasCQ  bool
+	rndv   bool
+	size   uint64
+	desc   rxmwire.RndvDesc
+	msgID  uint64
+	conn   *conn
 }
 
 // endpoint is an rxm FI_EP_RDM endpoint (struct fid_ep; C's struct
@@ -136,12 +224,16 @@ type unexpected struct {
 type endpoint struct {
 	kit.MsgOps
 	kit.TaggedOps
+	kit.RMAOps
 	domain *domain
 	info   *fi.Info
 	b      kit.Bindings
 	pid    uint32
 	txSize int
 	rxSize int
+	// eager is the eager limit (FI_OFI_RXM_BUFFER_SIZE): longer messages
+	// go by rendezvous.
+	eager  int
 	closed atomic.Bool
 	// cmStop ends the CM goroutine, cmDone says it ended.
 	cmStop context.CancelFunc
@@ -160,17 +252,38 @@ type endpoint struct {
 	peers   map[netip.AddrPort]*peer
 	npeers  uint32
 	conns   map[fi.Fid]*conn
-	free    []*txBuf
-	recvs   []posted
-	unexp   []unexpected
-	entries [32]eq.Completion
-	hdr     rxmwire.Header
+	// txs are the transmit buffers made so far (at most txSize), free
+	// those not in use.
+	txs   []*txBuf
+	free  []*txBuf
+	recvs []posted
+	unexp []unexpected
+	// bufs are free buffers for unexpected eager payloads; rrs free
+	// rendezvous receives.
+	bufs [][]byte
+	rrs  []*rndvRecv
+	// deferConns are the connections with deferred operations.
+	deferConns []*conn
+	// coreRW counts the core's remote writes when a remote-write counter
+	// is bound (coreRWSeen of them reported).
+	coreRW     eq.Counter
+	coreRWSeen uint64
+	entries    [32]eq.Completion
+	noEntries  [1]eq.Completion
+	// taken counts the core completions progress took; woke says the
+	// last wait on the core queue ended with an entry there, when taken
+	// was wokeAt.
+	taken  uint64
+	woke   bool
+	wokeAt uint64
+	hdr    rxmwire.Header
 }
 
 var (
 	_ ep.Endpoint = (*endpoint)(nil)
 	_ ep.Msg      = (*endpoint)(nil)
 	_ ep.Tagged   = (*endpoint)(nil)
+	_ ep.RMA      = (*endpoint)(nil)
 	_ ep.Namer    = (*endpoint)(nil)
 	_ kit.Poster  = (*endpoint)(nil)
 )
@@ -190,15 +303,11 @@ func (d *domain) OpenEndpoint(info *fi.Info) (ep.Endpoint, error) {
 		return nil, err
 	}
 	e := &endpoint{domain: d, info: kit.EndpointInfo(info, fi.EPTypeRDM, d.Info().Caps), pid: uint32(os.Getpid()),
-		txSize: tx, rxSize: rx, peers: map[netip.AddrPort]*peer{}, conns: map[fi.Fid]*conn{}}
+		txSize: tx, rxSize: rx, eager: d.fabric.params.bufferSize, peers: map[netip.AddrPort]*peer{}, conns: map[fi.Fid]*conn{}}
 	ops := kit.NewOps(e, prov, e.info)
-	e.MsgOps, e.TaggedOps = kit.MsgOps{Ops: ops}, kit.TaggedOps{Ops: ops}
+	e.MsgOps, e.TaggedOps, e.RMAOps = kit.MsgOps{Ops: ops}, kit.TaggedOps{Ops: ops}, kit.RMAOps{Ops: ops}
 	e.b.Init(e.info)
-	e.free = make([]*txBuf, tx)
-	for i := range e.free {
-		e.free[i] = &txBuf{}
-	}
-	e.recvs = make([]posted, 0, rx)
+	e.recvs = make([]posted, 0, min(rx, 256))
 	return e, nil
 }
 
@@ -231,6 +340,13 @@ func (e *endpoint) Enable() error {
 	e.Resolve(&e.b)
 	if a, ok := e.b.AV.(*kit.DomainAV[epSet]); ok {
 		e.av = a.AV
+	}
+	if e.Cntr[kit.CntrRemoteWrite] != nil {
+		// The core counts the peers' writes into its connections; a
+		// core that cannot leaves the counter to the writes with CQ data.
+		if k, err := eq.OpenCounter(e.domain.core, &eq.CounterAttr{}); err == nil {
+			e.coreRW = k
+		}
 	}
 	e.enabled = true
 	for _, s := range e.Sets {
@@ -292,13 +408,29 @@ func (e *endpoint) openCore() error {
 	return nil
 }
 
-// closeCore closes the core objects that are open; mu is held.
+// closeCore closes the core objects that are open; mu is held. Closing
+// the connections makes the core complete what they had queued with
+// errors, which are taken before the core completion queue closes: the
+// receives reading rendezvous messages and the sends waiting for
+// read-done complete with fi.ECANCELED.
 func (e *endpoint) closeCore() {
 	for _, c := range e.conns {
-		c.closed = true
-		_ = c.ep.Close()
+		e.dropConn(c, fi.ECANCELED)
 	}
 	e.conns = map[fi.Fid]*conn{}
+	if e.msgCQ != nil {
+		e.drainCore()
+	}
+	e.deferConns = nil
+	for _, tx := range e.txs {
+		if tx.inUse {
+			tx.closeMRs()
+		}
+	}
+	if e.coreRW != nil {
+		_ = e.coreRW.Close()
+		e.coreRW = nil
+	}
 	if e.pep != nil {
 		_ = e.pep.Close()
 		e.pep = nil
@@ -310,6 +442,31 @@ func (e *endpoint) closeCore() {
 	if e.msgEQ != nil {
 		_ = e.msgEQ.Close()
 		e.msgEQ = nil
+	}
+}
+
+// drainCore takes what the core completion queue holds (C's
+// rxm_ep_do_progress reading its core CQ); mu is held.
+func (e *endpoint) drainCore() {
+	for {
+		n, err := e.msgCQ.Read(e.entries[:])
+		e.taken += uint64(max(n, 0))
+		for i := range e.entries[:n] {
+			e.completed(&e.entries[i])
+			e.entries[i] = eq.Completion{}
+		}
+		if err == fi.EAVAIL {
+			ce, rerr := e.msgCQ.ReadErr()
+			if rerr != nil || ce == nil {
+				return
+			}
+			e.taken++
+			e.failed(ce)
+			continue
+		}
+		if n < len(e.entries) {
+			return
+		}
 	}
 }
 
@@ -353,6 +510,7 @@ func (e *endpoint) Close() error {
 		e.rxFailed(&eq.CQError{Context: r.ctx, Flags: recvFlags(r.tagged), Err: fi.ECANCELED})
 	}
 	e.recvs = e.recvs[:0]
+	e.unexp = e.unexp[:0]
 	e.enabled = false
 	e.mu.Unlock()
 	e.b.Release()

@@ -2,6 +2,7 @@ package rxm
 
 import (
 	"context"
+	"time"
 
 	"github.com/cockroachdb/errors"
 	"github.com/gofabric/gofabric/eq"
@@ -18,7 +19,31 @@ type fabric struct {
 	prov   *provider
 	core   fi.Fabric
 	params params
+	// connTimeout bounds a series of refused connection attempts: the
+	// core fabric's ConnTimeout when it has one, else
+	// defaultConnTimeout.
+	connTimeout time.Duration
 	kit.Fabric[epSet]
+}
+
+// connTimeouter is a core fabric that says how long a connection attempt
+// may take (tcp's FI_TCP_CONN_TIMEOUT).
+type connTimeouter interface{ ConnTimeout() time.Duration }
+
+// defaultConnTimeout bounds a series of refused connection attempts when
+// the core fabric does not say (no ConnTimeout method): 30 s, the tcp
+// provider's default FI_TCP_CONN_TIMEOUT. A variable for the tests.
+var defaultConnTimeout = 30 * time.Second
+
+// coreConnTimeout returns the connect timeout of core: its ConnTimeout
+// if it has one and it is positive, else defaultConnTimeout.
+func coreConnTimeout(core fi.Fabric) time.Duration {
+	if ct, ok := core.(connTimeouter); ok {
+		if d := ct.ConnTimeout(); d > 0 {
+			return d
+		}
+	}
+	return defaultConnTimeout
 }
 
 // fabric is a fabric with rxm's event queues (kit.Fabric's).

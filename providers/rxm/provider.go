@@ -60,7 +60,7 @@ func (p *provider) OpenFabric(attr *fi.FabricAttr) (fi.Fabric, error) {
 	if err != nil {
 		return nil, errors.Wrapf(err, "%s: open fabric: core provider %s", p.name, p.core.Name())
 	}
-	f := &fabric{prov: p, core: core, params: prm}
+	f := &fabric{prov: p, core: core, params: prm, connTimeout: coreConnTimeout(core)}
 	if err := f.Init(p.name, version, attr, fi.EPTypeRDM); err != nil {
 		_ = core.Close()
 		return nil, err

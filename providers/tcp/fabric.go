@@ -3,6 +3,8 @@
 package tcp
 
 import (
+	"time"
+
 	"github.com/gofabric/gofabric/fi"
 	"github.com/gofabric/gofabric/kit"
 )
@@ -51,6 +53,15 @@ func (f *fabric) OpenDomain(info *fi.Info) (fi.Domain, error) {
 	}
 	return d, nil
 }
+
+// ConnTimeout is FI_TCP_CONN_TIMEOUT as the fabric read it when it
+// opened (gofabric's own variable; fi_info -e lists it): how long a
+// connection attempt, or an accepted socket's request, may take, and how
+// long the built-in RDM endpoints retry a refused connection. libfabric's
+// C tcp provider has no such parameter; a layer over this provider
+// (providers/rxm) bounds its own retries of refused connections with it,
+// as the built-in RDM endpoints do.
+func (f *fabric) ConnTimeout() time.Duration { return f.params.connTimeout }
 
 // eventQueue is the fabric's EQ.
 type eventQueue = kit.FabricEQ[epSet]
