@@ -30,7 +30,8 @@ type txArgs struct {
 	rma    [iovLimit]rmaIOV
 	nrma   int
 	// tagged sends op 0 with the tag flag and tag (rxm's raw tagged
-	// form, §3.4); only RDM connections do.
+	// form, §3.4): RDM connections, and tagged sends of FI_EP_MSG
+	// endpoints opened with FI_TAGGED.
 	tagged bool
 	tag    uint64
 	// pre[:npre] goes out before the payload as part of it: the rxm
@@ -174,12 +175,16 @@ func (e *endpoint) post(a *txArgs, kind txKind) error {
 }
 
 // PostTx queues a transmit operation of the adapter (kit.Poster): every
-// form of fi_send, fi_write and fi_read. The message forms take
-// fi.FlagRemoteCQData (sends msg.Data), fi.FlagDeliveryComplete
-// (completes once the peer has the message), fi.FlagInject (copies the
-// payload, 128 bytes at most) and fi.FlagCompletion (reports under
-// selective completion). A write completes once the peer has placed the
-// data.
+// form of fi_send, fi_write and fi_read, and of fi_tsend on an endpoint
+// whose Info has FI_TAGGED. The message forms take fi.FlagRemoteCQData
+// (sends msg.Data), fi.FlagDeliveryComplete (completes once the peer has
+// the message), fi.FlagInject (copies the payload, 128 bytes at most) and
+// fi.FlagCompletion (reports under selective completion). A write
+// completes once the peer has placed the data. Tagged sends go in rxm's
+// raw tagged form (op 0 with the tag flag, docs/wire-tcp.md §3.4), which
+// only a peer in dynamic receive mode (kit.DynRecv) or an RDM connection
+// takes: C's tcp provider sends them so for C's rxm (fi_tsend on its
+// FI_EP_MSG endpoints).
 func (e *endpoint) PostTx(op kit.Op) error {
 	a := txArgs{ctx: op.Context, data: op.Data, flags: op.Flags, inject: op.Inject}
 	n, err := op.CopyIOV(a.iov[:], "tcp")
@@ -190,6 +195,14 @@ func (e *endpoint) PostTx(op kit.Op) error {
 	kind := txSend
 	switch op.Kind {
 	case kit.OpSend:
+		if op.Inject {
+			a.flags = injectFlags(op.Flags) &^ fi.FlagInject
+		}
+	case kit.OpTSend:
+		if e.info.Caps&fi.CapTagged == 0 {
+			return errors.Wrap(fi.ENOSYS, "tcp: tsend: the endpoint was opened without FI_TAGGED")
+		}
+		a.tagged, a.tag = true, op.Tag
 		if op.Inject {
 			a.flags = injectFlags(op.Flags) &^ fi.FlagInject
 		}
@@ -212,9 +225,15 @@ func (e *endpoint) PostTx(op kit.Op) error {
 
 // PostRx posts a receive of the adapter (kit.Poster): fi_recv, fi_recvv
 // and fi_recvmsg, whose flags may be fi.FlagCompletion (reports under
-// selective completion) and fi.FlagMore.
+// selective completion) and fi.FlagMore. There are no tagged receives
+// (fi_trecv: fi.ENOSYS): tagged messages reach an FI_EP_MSG endpoint only
+// in dynamic receive mode, through its handler.
 func (e *endpoint) PostRx(op kit.Op) error {
 	if op.Kind != kit.OpRecv {
+		if op.Kind == kit.OpTRecv {
+			return errors.Wrap(fi.ENOSYS, "tcp: trecv: FI_EP_MSG endpoints have no tagged receives; "+
+				"tagged messages reach one only through a dynamic receive handler (kit.DynRecv)")
+		}
 		return fi.ENOSYS
 	}
 	if op.Vector() && op.Flags&^(fi.FlagCompletion|fi.FlagMore) != 0 {
@@ -239,6 +258,9 @@ func (e *endpoint) postRecv(r *rxEntry) error {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if e.dp.dyn != nil {
+		return errors.Wrap(fi.ENOSYS, "tcp: recv: the endpoint's messages go to its dynamic receive handler (kit.DynRecv)")
+	}
 	switch e.cs.State() {
 	case ep.CMShutdownLocal, ep.CMShutdownRemote, ep.CMDisconnected, ep.CMRejected, ep.CMFailed:
 		if e.dp.fd < 0 {

@@ -270,6 +270,33 @@
 // or write outside what we registered) loses its connection and nothing
 // else.
 //
+// # Layering (what providers/rxm uses)
+//
+// A utility provider layered over FI_EP_MSG endpoints, as C's rxm over
+// tcp, finds four extensions by type assertion; none changes GetInfo's
+// entries, the wire of plain FI_EP_MSG endpoints or their interop with C:
+//
+//   - kit.DynRecv (C's OFI_OPS_DYNAMIC_RBUF): SetDynRecv before Enable
+//     puts an endpoint in dynamic receive mode. Each incoming message's
+//     tcp header and first prefixLen payload bytes go to the handler,
+//     which says where the rest goes (placed straight from the socket,
+//     as the RDM connections place a matched message), discards it, or
+//     holds the connection with fi.EAGAIN until Resume. Each message
+//     completes on the endpoint's receive CQ with the handler's context
+//     (an error entry when the connection loses it half way); a
+//     delivery-complete message is acknowledged once placed; the stall
+//     watch (FI_TCP_STALL_TIMEOUT) and the manual data progress of the
+//     RDM connections apply.
+//   - Tagged sends: an endpoint whose Info has FI_TAGGED (which no entry
+//     offers: the layer asks for it) implements ep.Tagged's sends in
+//     rxm's raw tagged form (op 0 with the tag flag, docs/wire-tcp.md
+//     §3.4), and in dynamic receive mode receives that form; tagged
+//     receives are fi.ENOSYS.
+//   - ConnTimeout on the fabric: FI_TCP_CONN_TIMEOUT, which bounds the
+//     retries of refused connections.
+//   - Alive on the endpoint: whether the connection may still carry data
+//     (the peer's end of stream counts before progress has read it).
+//
 // # Environment
 //
 // The provider reads these variables (fi_info -e lists them) when GetInfo

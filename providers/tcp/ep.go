@@ -29,11 +29,14 @@ type endpoint struct {
 	cs     ep.ConnState
 	params params
 
-	// The adapter gives the endpoint fi_msg(3) and fi_rma(3) over PostTx
-	// and PostRx (data.go), with the default operation flags
-	// (fi_tx_attr.op_flags, fi_rx_attr.op_flags) for the calls that take
-	// none.
+	// The adapter gives the endpoint fi_msg(3), fi_rma(3) and the sends
+	// of fi_tagged(3) over PostTx and PostRx (data.go), with the default
+	// operation flags (fi_tx_attr.op_flags, fi_rx_attr.op_flags) for the
+	// calls that take none. The tagged sends need FI_TAGGED in the Info
+	// (fi.ENOSYS without), which GetInfo's entries never offer: a layer
+	// over the provider (rxm) asks for it.
 	kit.MsgOps
+	kit.TaggedOps
 	kit.RMAOps
 
 	// Completion targets, fixed at Enable.
@@ -60,6 +63,9 @@ type endpoint struct {
 	// lostWith is the fi.Errno the connection's pending operations failed
 	// with when it was lost (fi.ETIMEDOUT or fi.ECANCELED), 0 before.
 	lostWith atomic.Int32
+	// dynHeld says the dynamic receive handler holds a message (set
+	// under mu), dynResume that Resume was called since (dynrecv.go).
+	dynHeld, dynResume atomic.Bool
 
 	// rdm is the RDM endpoint whose connection this is (rdm.go), nil for
 	// an application's FI_EP_MSG endpoint; peer is the peer it reaches.
@@ -76,6 +82,7 @@ var (
 	_ ep.Endpoint = (*endpoint)(nil)
 	_ ep.CM       = (*endpoint)(nil)
 	_ ep.Msg      = (*endpoint)(nil)
+	_ ep.Tagged   = (*endpoint)(nil)
 	_ ep.RMA      = (*endpoint)(nil)
 	_ ep.Opener   = (*domain)(nil)
 )
@@ -112,7 +119,7 @@ func (d *domain) OpenEndpoint(info *fi.Info) (ep.Endpoint, error) {
 	}
 	e := &endpoint{domain: d, info: kit.EndpointInfo(info, fi.EPTypeMsg, infoCaps), params: d.fabric.params}
 	ops := kit.NewOps(e, "tcp", e.info)
-	e.MsgOps, e.RMAOps = kit.MsgOps{Ops: ops}, kit.RMAOps{Ops: ops}
+	e.MsgOps, e.TaggedOps, e.RMAOps = kit.MsgOps{Ops: ops}, kit.TaggedOps{Ops: ops}, kit.RMAOps{Ops: ops}
 	e.bind.Init(e.info)
 	e.dp.init(txSize, rxSize)
 	if req != nil {
@@ -276,6 +283,30 @@ func (e *endpoint) Shutdown(flags fi.Flags) error {
 		e.postEvent(&eq.Shutdown{Fid: e})
 	}
 	return nil
+}
+
+// Alive reports whether the connection may still carry data: it is being
+// set up (connecting, or opened for a request and not yet accepted or
+// accepting), or its socket has neither an error nor the peer's end of
+// stream (a zero-timeout poll; the end of stream counts even while data
+// before it is unread). libfabric has no call for it: C's rxm, deciding
+// whether a peer's new connection request replaces the connection it has
+// (rxm_conn.c), looks at its own connection state; a layer over this
+// provider (providers/rxm) asks this instead of waiting for the
+// connection's eq.Shutdown, which a restarted peer's request may come
+// before. It takes the endpoint's lock: do not call it from a
+// kit.DynRecvHandler of the same endpoint.
+func (e *endpoint) Alive() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.dp.fd < 0 {
+		switch e.cs.State() {
+		case ep.CMConnecting, ep.CMReqReceived, ep.CMAccepting:
+			return true
+		}
+		return false
+	}
+	return !peerGone(e.dp.fd)
 }
 
 // postEvent queues ev on the bound event queue.

@@ -152,10 +152,14 @@ const (
 	rkMsg rxKind = iota
 	rkWrite
 	rkReadRsp
-	rkRxmHdr  // an RDM connection's rxm packet header (rdmrecv.go)
+	rkUnexp // an unexpected message, into the RDM endpoint's buffer
+	rkDrop  // nothing: the packet was handled when its header arrived
+	rkDyn   // the rest of a message, where the dynamic receive handler said (dynrecv.go)
+	// The kinds from here on read bytes the endpoint acts on once they
+	// are all in (recv tests kind >= rkRxmHdr).
+	rkRxmHdr  // an RDM connection's rxm packet header (rdmdata.go)
 	rkRxmBody // a rendezvous descriptor
-	rkUnexp   // an unexpected message, into the RDM endpoint's buffer
-	rkDrop    // nothing: the packet was handled when its header arrived
+	rkDynHdr  // the prefix of a message for the dynamic receive handler
 )
 
 type dataPath struct {
@@ -208,12 +212,19 @@ type dataPath struct {
 	// and its time by about 6%; 64-byte messages did not change.)
 	rwait, wwait bool
 	// tagged lets op-0 messages carry a tag (rxm's raw tagged form,
-	// §3.4): set on the connections of RDM endpoints.
+	// §3.4): set on the connections of RDM endpoints, and on endpoints
+	// in dynamic receive mode opened with FI_TAGGED.
 	tagged bool
 	// rdm is the RDM endpoint the connection belongs to, nil for an
 	// FI_EP_MSG endpoint; rx is its state for the message being received.
 	rdm *rdmEndpoint
 	rx  rdmRx
+	// dyn is the state of dynamic receive mode (dynrecv.go), nil for an
+	// endpoint that fills posted receives.
+	dyn *dynRecv
+	// watched says the stall watch covers the connection (stall.go): an
+	// RDM connection, or an endpoint in dynamic receive mode.
+	watched bool
 	// reads counts the read requests queued or written and not yet
 	// answered; rspBytes and msgBytes count the payload bytes of read
 	// responses and of messages placed. The stall watch (stall.go) reads
@@ -472,13 +483,22 @@ func (d *dataPath) recv(e *endpoint) error {
 				return nil
 			}
 		case rsPayload:
-			if (d.kind == rkRxmHdr || d.kind == rkRxmBody) && d.dstLeft == 0 {
-				ok, err := d.rxmPacket(e)
+			if d.kind >= rkRxmHdr && d.dstLeft == 0 {
+				var ok bool
+				var err error
+				if d.kind == rkDynHdr {
+					ok, err = d.dynArrived(e)
+				} else {
+					ok, err = d.rxmPacket(e)
+				}
 				if err != nil {
 					return err
 				}
 				e.setStalled(!ok)
 				if !ok {
+					if d.kind == rkDynHdr && e.dynResume.Load() {
+						continue // resumed while the handler decided (dynrecv.go)
+					}
 					return nil
 				}
 				continue
@@ -572,7 +592,7 @@ func (d *dataPath) consumed(k int) {
 	switch d.kind {
 	case rkReadRsp:
 		d.rspBytes += uint64(k)
-	case rkMsg, rkUnexp:
+	case rkMsg, rkUnexp, rkDyn:
 		d.msgBytes += uint64(k)
 	}
 	for k > 0 {
@@ -653,6 +673,9 @@ func (d *dataPath) dispatch(e *endpoint) (bool, error) {
 	case opMsg:
 		if d.rdm != nil {
 			return d.rxmDispatch(e, payload)
+		}
+		if d.dyn != nil {
+			return d.dynDispatch(payload), nil
 		}
 		if d.recvCount == 0 {
 			return false, nil
@@ -783,6 +806,8 @@ func (d *dataPath) finish(e *endpoint) {
 	case rkReadRsp:
 		d.readQ.pop()
 		d.txDone(e, d.curTx)
+	case rkDyn:
+		d.dynFinish(e)
 	}
 	clear(d.dst[:d.dstN])
 	d.dstN = 0
@@ -939,10 +964,13 @@ func (d *dataPath) flushAll(e *endpoint, code fi.Errno) {
 		case rkReadRsp:
 			d.readQ.pop()
 			d.txFailed(e, d.curTx, code)
+		case rkDyn:
+			d.dynFailed(e, code)
 		}
 		clear(d.dst[:d.dstN])
 		d.dstN = 0
 	}
+	e.dynHeld.Store(false) // a held message is gone with the stream
 	if d.ackSlot >= 0 {
 		d.release(d.ackSlot)
 		d.ackSlot = -1

@@ -364,7 +364,7 @@ func (r *rdmEndpoint) newConn(req *connReq, p *rdmPeer) (*endpoint, error) {
 	}
 	c := x.(*endpoint)
 	c.rdm, c.peer = r, p
-	c.dp.rdm, c.dp.tagged = r, true
+	c.dp.rdm, c.dp.tagged, c.dp.watched = r, true, true
 	c.dp.rx.ourID = uint64(p.index)
 	c.Completions = r.Completions
 	if req == nil && !r.self.Addr().IsUnspecified() {
@@ -454,21 +454,6 @@ func (p *rdmPeer) endSeries() {
 	p.tryStart, p.retryAt, p.backoff = time.Time{}, time.Time{}, 0
 }
 
-// alive reports whether the connection may still carry data: it is being
-// set up, or its socket has neither an error nor the peer's end of stream.
-func (e *endpoint) alive() bool {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.dp.fd < 0 {
-		switch e.cs.State() {
-		case ep.CMConnecting, ep.CMReqReceived, ep.CMAccepting:
-			return true
-		}
-		return false
-	}
-	return !peerGone(e.dp.fd)
-}
-
 // accepted checks the accept record of connection c's attempt and keeps
 // the peer's index for the headers, before the connection carries data.
 func (r *rdmEndpoint) accepted(c *endpoint, data []byte) bool {
@@ -544,7 +529,7 @@ func (r *rdmEndpoint) onRequest(req *connReq, data []byte) {
 	p := r.peerLocked(key)
 	old := p.conn.Load()
 	r.cmMu.Unlock()
-	live := old != nil && old.alive()
+	live := old != nil && old.Alive()
 	r.cmMu.Lock()
 	if cur := p.conn.Load(); cur != old {
 		live = cur != nil // changed meanwhile: a new one is alive

@@ -23,7 +23,9 @@ import (
 // receive posted, no buffer free: the connection reads nothing then) does
 // not count. Without it such a peer held the receives for as long as it
 // kept its connection open. FI_EP_MSG connections, whose application owns
-// them and can shut one down, are not watched.
+// them and can shut one down, are not watched, but for those in dynamic
+// receive mode (dynrecv.go: a layer such as rxm owns them, and the rest of
+// a message its handler placed counts as held).
 //
 // The watch runs at the end of the connection's progress, from the
 // application's queue reads or the background goroutine, which arms a
@@ -44,7 +46,7 @@ func (d *dataPath) holding(e *endpoint) bool {
 	if e.recvStalled.Load() {
 		return false
 	}
-	return d.reads > 0 || (d.rstate == rsPayload && (d.kind == rkMsg || d.kind == rkUnexp))
+	return d.reads > 0 || (d.rstate == rsPayload && (d.kind == rkMsg || d.kind == rkUnexp || d.kind == rkDyn))
 }
 
 // heldBytes counts the bytes that arrived of what the connection holds:
@@ -61,7 +63,7 @@ func (d *dataPath) heldBytes() uint64 {
 // without a byte of it arriving.
 func (d *dataPath) watchStall(e *endpoint) error {
 	limit := e.params.stallTimeout
-	if d.rdm == nil || limit == 0 {
+	if !d.watched || limit == 0 {
 		return nil
 	}
 	if !d.holding(e) {
@@ -80,8 +82,13 @@ func (d *dataPath) watchStall(e *endpoint) error {
 	if now-d.stallSince < int64(limit) {
 		return nil
 	}
-	fi.Logger(provName).Warn("tcp: rdm: a peer held a receive without progress; dropping its connection",
-		"peer", e.peer.addr, "param", paramStallTimeout.Name, "timeout", limit)
+	if e.peer != nil {
+		fi.Logger(provName).Warn("tcp: rdm: a peer held a receive without progress; dropping its connection",
+			"peer", e.peer.addr, "param", paramStallTimeout.Name, "timeout", limit)
+	} else {
+		fi.Logger(provName).Warn("tcp: a peer held a message without progress; dropping its connection",
+			"param", paramStallTimeout.Name, "timeout", limit)
+	}
 	return fi.ETIMEDOUT
 }
 
@@ -90,7 +97,7 @@ func (d *dataPath) watchStall(e *endpoint) error {
 // goroutine, which may be waiting without a deadline, takes the new one.
 func (d *dataPath) readsStarted(e *endpoint) {
 	limit := e.params.stallTimeout
-	if d.rdm == nil || limit == 0 {
+	if !d.watched || limit == 0 {
 		return
 	}
 	now := monoNow()

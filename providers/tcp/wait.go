@@ -85,6 +85,17 @@ func startAuto(e *endpoint, fd int) (*sockpoll.Poller, error) {
 	if e.rdm != nil && e.params.stallTimeout > 0 {
 		deadline = e.stallDeadline // the stall watch falls due (stall.go)
 	}
+	// A receive side waiting for a posted buffer leaves its data in the
+	// socket: watching it then would wake for nothing.
+	wanted := func() bool { return !e.recvStalled.Load() || e.sendBlocked.Load() }
+	dyn := e.dp.dyn != nil
+	if dyn {
+		// A message held for the handler may be in the staging buffer
+		// already, with nothing more in the socket: a Resume is a
+		// deadline due at once (dynrecv.go), and wanted.
+		deadline = e.dynDeadline
+		wanted = func() bool { return !e.recvStalled.Load() || e.sendBlocked.Load() || e.dynResumeDue() }
+	}
 	return sockpoll.Start(sockpoll.Config{
 		Name:     "tcp-progress",
 		Progress: e.progress,
@@ -101,15 +112,15 @@ func startAuto(e *endpoint, fd int) (*sockpoll.Poller, error) {
 			}
 			return ev
 		},
-		// A receive side waiting for a posted buffer leaves its data in the
-		// socket: watching it then would wake for nothing.
-		Wanted:   func() bool { return !e.recvStalled.Load() || e.sendBlocked.Load() },
+		Wanted:   wanted,
 		Deadline: deadline,
 		WG:       &e.autoWG,
 		// RDM data progress is FI_PROGRESS_MANUAL, as in C: the
 		// connections of an RDM endpoint are watched only while a reader
 		// blocks, and an application that busy-polls is never woken for.
-		OnKick:  e.rdm != nil,
+		// So are endpoints in dynamic receive mode, which such a layer
+		// (rxm) opens for its connections.
+		OnKick:  e.rdm != nil || dyn,
 		Blocked: e.blocked,
 	}, fd)
 }
