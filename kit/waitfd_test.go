@@ -3,6 +3,7 @@
 package kit_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"runtime"
@@ -382,17 +383,17 @@ func TestWaitFDWatcherSleeps(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				q, fd := openFD(t, k.open)
 				p := installProvider(q)
-				base := runtime.NumGoroutine()
+				base := bubbleGoroutines(t)
 				require.Equal(t, fi.EAGAIN, func() error { require.NoError(t, q.produce()); return q.TryWait() }())
 				synctest.Wait()
-				require.Equal(t, base, runtime.NumGoroutine(), "a TryWait that found an entry started a goroutine")
+				require.Equal(t, base, bubbleGoroutines(t), "a TryWait that found an entry started a goroutine")
 				require.Zero(t, p.waits.Load())
 				q.consume(t)
 
 				require.NoError(t, q.TryWait())
 				synctest.Wait()
 				require.Equal(t, int32(1), p.waits.Load(), "the watcher waits in the hook while armed")
-				require.Equal(t, base+1, runtime.NumGoroutine(), "one watcher")
+				require.Equal(t, base+1, bubbleGoroutines(t), "one watcher")
 
 				require.NoError(t, q.produce()) // disarms: the hook's wait ends
 				synctest.Wait()
@@ -406,10 +407,10 @@ func TestWaitFDWatcherSleeps(t *testing.T) {
 				require.NoError(t, q.TryWait())
 				synctest.Wait()
 				require.Equal(t, int32(2), p.waits.Load())
-				require.Equal(t, base+1, runtime.NumGoroutine(), "still one watcher")
+				require.Equal(t, base+1, bubbleGoroutines(t), "still one watcher")
 				require.NoError(t, q.Close())
 				synctest.Wait()
-				require.Equal(t, base, runtime.NumGoroutine(), "Close ended the watcher")
+				require.Equal(t, base, bubbleGoroutines(t), "Close ended the watcher")
 			})
 		})
 	}
@@ -484,4 +485,27 @@ func BenchmarkWaitFD(b *testing.B) {
 			}
 		}
 	})
+}
+
+// bubbleGoroutines counts the goroutines of the caller's synctest bubble
+// (their tracebacks say "synctest bubble N"). runtime.NumGoroutine counts
+// the whole process, goroutines of earlier tests still ending among them,
+// which made the counts above wrong about once in twenty runs.
+func bubbleGoroutines(t *testing.T) int {
+	t.Helper()
+	buf := make([]byte, 64<<10)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	self, _, _ := bytes.Cut(buf, []byte("\n")) // the caller's own header comes first
+	i := bytes.Index(self, []byte("synctest bubble "))
+	require.GreaterOrEqual(t, i, 0, "not in a synctest bubble: %s", self)
+	tag := self[i:]
+	tag = tag[:bytes.IndexByte(tag, ']')+1] // "synctest bubble N]"
+	return bytes.Count(buf, tag)
 }
