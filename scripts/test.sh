@@ -115,7 +115,7 @@ step "verbs provider: build tag, and its tests in the Soft-RoCE VM"
 if [ ! -f /usr/include/infiniband/verbs.h ] || [ ! -f /usr/include/rdma/rdma_cma.h ] || [ -z "$race" ]; then
 	missing "the verbs build: needs gcc, libibverbs-dev and librdmacm-dev"
 else
-	verbs_pkgs=(./providers/verbs/... ./cmd/fi_pingpong/... ./cmd/ft/...)
+	verbs_pkgs=(./providers/verbs/... ./providers/rxm/... ./providers/all/... ./cmd/fi_pingpong/... ./cmd/ft/...)
 	go vet -tags verbs "${verbs_pkgs[@]}"
 	staticcheck -tags verbs "${verbs_pkgs[@]}"
 	if [ -n "${VERBS_VM:-}" ] && [ -x "${VERBS_VM}" ]; then
@@ -126,9 +126,13 @@ else
 		export VERBS_VM_PACKAGES=${VERBS_VM_PACKAGES:-gcc,libc6-dev,libfabric-dev}
 		vmexec="$(cd "$(dirname "$VERBS_VM")" && pwd)/$(basename "$VERBS_VM") -e GOFABRIC_STRICT"
 		# The provider's tests (fabtests cm, msg, rma and the C CM peer
-		# included), then Go and C fi_pingpong -p verbs -e msg against each
-		# other in the guest.
+		# included), then Go and C fi_pingpong -p verbs -e msg and -e rdm
+		# against each other in the guest.
 		go test -race -tags verbs -count=1 -exec "$vmexec" ./providers/verbs/...
+		# rxm over verbs (FI_EP_RDM): fabtests' rdm, tagged and rma/rdm
+		# groups, and Go and C fi_pingpong -e rdm both ways (msg and
+		# tagged, -c, every size).
+		go test -race -tags verbs -count=1 -run Verbs -exec "$vmexec" ./providers/rxm/
 		go test -race -tags verbs -count=1 -run Verbs -exec "$vmexec" ./cmd/fi_pingpong/internal/pingpong/
 		# libfabric's C fabtests against cmd/ft over verbs (MSG): the guest
 		# gets FABTESTS_BIN at the same path.

@@ -7,7 +7,9 @@
 // It registers shm (FI_EP_RDM over shared memory), tcp (FI_EP_MSG and
 // FI_EP_RDM over TCP sockets), udp (FI_EP_DGRAM over UDP sockets, with
 // multicast) and verbs (RDMA devices; pure Go without its build tag, when
-// it only says why it offers nothing). shm, tcp and udp run on Linux only:
+// it only says why it offers nothing); built with the verbs tag, also rxm
+// over verbs as "verbs;ofi_rxm" (FI_EP_RDM over RDMA devices, package
+// rxm). shm, tcp and udp run on Linux only:
 // elsewhere the package still compiles and they register stand-ins that
 // offer nothing, so that GetInfo's ENODATA names them and says why ("tcp:
 // available on Linux only (this is darwin/arm64)"). It reads no

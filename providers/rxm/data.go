@@ -68,13 +68,42 @@ func (e *endpoint) PostTx(op kit.Op) error {
 	tx.ctx, tx.flags, tx.cntr = op.Context, sendFlags(tagged), kit.CntrSend
 	tx.report = !op.Inject && (!e.TxSel || op.Flags&fi.FlagCompletion != 0)
 	if size > e.eager && !inject {
+		if size <= e.sarLimit {
+			return e.sendSAR(c, tx, &op, h)
+		}
 		return e.sendRndv(c, tx, &op, h)
 	}
 	tx.kind = txEager
 	rxmwire.PutHeader(tx.hdr[:], h)
 	tx.iov[0] = tx.hdr[:rxmwire.HeaderSize]
 	n := 1
-	if inject {
+	if e.mrLocal {
+		// Every buffer the core sends from needs a registered region's
+		// descriptor: the header goes from the tx buffer's registered
+		// copy space, the payload after it, or from the caller's
+		// buffers when it gave descriptors for them all and the core
+		// takes that many (C's rxm copies always over such cores).
+		if err := e.bounceOf(tx); err != nil {
+			e.putTx(tx)
+			return err
+		}
+		k := copy(tx.bounce, tx.hdr[:rxmwire.HeaderSize])
+		tx.desc[0] = tx.bdesc
+		var bufs [iovLimit][]byte
+		nb, _ := op.CopyIOV(bufs[:], "")
+		if !inject && nb+1 <= e.coreIOV && allDescs(&op, bufs[:nb]) {
+			tx.iov[0] = tx.bounce[:k]
+			for i, b := range bufs[:nb] {
+				tx.iov[n], tx.desc[n] = b, opDesc(&op, i)
+				n++
+			}
+		} else {
+			for _, b := range bufs[:nb] {
+				k += copy(tx.bounce[k:], b)
+			}
+			tx.iov[0] = tx.bounce[:k]
+		}
+	} else if inject {
 		// The caller's buffer is its own again on return: copy it.
 		k := copy(tx.inline[:], tx.hdr[:rxmwire.HeaderSize])
 		if op.IOV == nil {
@@ -92,6 +121,9 @@ func (e *endpoint) PostTx(op kit.Op) error {
 		n += copy(tx.iov[1:], op.IOV)
 	}
 	tx.msg = ep.Message{IOV: tx.iov[:n], Addr: fi.AddrUnspec, Context: tx}
+	if e.mrLocal {
+		tx.msg.Desc = tx.desc[:n]
+	}
 	var flags fi.Flags
 	if !op.Inject {
 		// The core's acknowledged send, as C passes these flags to it
@@ -134,22 +166,19 @@ func (e *endpoint) getTx() *txBuf {
 
 // putTx frees tx; mu is held.
 func (e *endpoint) putTx(tx *txBuf) {
-	tx.closeMRs()
-	tx.inUse, tx.sent, tx.done, tx.conn = false, false, false, nil
-	tx.msg, tx.rmsg, tx.ctx = ep.Message{}, ep.RMAMessage{}, nil
-	clear(tx.iov[:])
-	clear(tx.desc[:])
+	tx.reset()
 	e.free = append(e.free, tx)
 }
 
-// closeMRs deregisters the memory a rendezvous send registered.
-func (tx *txBuf) closeMRs() {
-	for i, mr := range tx.mrs {
-		if mr != nil {
-			_ = mr.Close()
-			tx.mrs[i] = nil
-		}
-	}
+// reset clears a finished operation from tx, but for its copy space.
+func (tx *txBuf) reset() {
+	closeMRs(&tx.mrs)
+	tx.inUse, tx.sent, tx.done, tx.conn, tx.parent = false, false, false, nil, nil
+	tx.msg, tx.rmsg, tx.ctx = ep.Message{}, ep.RMAMessage{}, nil
+	clear(tx.iov[:])
+	clear(tx.desc[:])
+	clear(tx.src[:])
+	tx.nsrc, tx.nseg, tx.next, tx.pending, tx.err, tx.queued = 0, 0, 0, 0, 0, false
 }
 
 // connFor returns the connection to send to the AV's addr on, or
@@ -217,38 +246,59 @@ func (e *endpoint) peerFor(ap netip.AddrPort) *peer {
 // newConn opens, binds and enables a core endpoint for info and posts its
 // bounce receives (C's rxm_open_conn); mu is held.
 func (e *endpoint) newConn(info *fi.Info, p *peer) (*conn, error) {
+	size := rxmwire.HeaderSize + e.eager
+	slab := make([]byte, e.bounces*size)
+	var slabMR fi.MR
+	if e.mrLocal {
+		var err error
+		if slabMR, err = e.domain.registerInternal(slab, fi.AccessRecv); err != nil {
+			return nil, err
+		}
+	}
 	x, err := ep.Open(e.domain.core, info)
 	if err != nil {
+		if slabMR != nil {
+			_ = slabMR.Close()
+		}
 		return nil, err
 	}
-	c := &conn{ep: x, peer: p}
+	c := &conn{ep: x, peer: p, slab: slabMR, rx: make([]rxBuf, e.bounces)}
+	closeConn := func() {
+		_ = x.Close()
+		if slabMR != nil {
+			_ = slabMR.Close()
+		}
+	}
 	c.msg, _ = x.(ep.Msg)
 	c.cm, _ = x.(ep.CM)
 	c.rma, _ = x.(ep.RMA)
 	if c.msg == nil || c.cm == nil {
-		_ = x.Close()
+		closeConn()
 		return nil, fi.ENOSYS
 	}
 	if err := x.Bind(e.msgEQ, 0); err != nil {
-		_ = x.Close()
+		closeConn()
 		return nil, err
 	}
 	if err := x.Bind(e.msgCQ, fi.FlagSend|fi.FlagRecv); err != nil {
-		_ = x.Close()
+		closeConn()
 		return nil, err
 	}
 	if e.coreRW != nil {
 		_ = x.Bind(e.coreRW, fi.FlagRemoteWrite) // best effort: see Enable
 	}
 	if err := x.Enable(); err != nil {
-		_ = x.Close()
+		closeConn()
 		return nil, err
 	}
 	e.conns[x] = c
 	for i := range c.rx {
 		c.rx[i].c = c
-		c.rx[i].buf = make([]byte, rxmwire.HeaderSize+e.eager)
-		if err := c.msg.Recv(c.rx[i].buf, nil, fi.AddrUnspec, &c.rx[i]); err != nil {
+		c.rx[i].buf = slab[i*size : (i+1)*size : (i+1)*size]
+		if slabMR != nil {
+			c.rx[i].desc = slabMR.Desc()
+		}
+		if err := c.msg.Recv(c.rx[i].buf, c.rx[i].desc, fi.AddrUnspec, &c.rx[i]); err != nil {
 			e.dropConn(c, fi.ECANCELED)
 			return nil, err
 		}
@@ -277,20 +327,39 @@ func (e *endpoint) dropConn(c *conn, code fi.Errno) {
 		}
 	}
 	_ = c.ep.Close()
+	if c.slab != nil {
+		// The core endpoint is closed: nothing lands in the bounce
+		// receives any more (their flushed completions may still come).
+		_ = c.slab.Close()
+		c.slab = nil
+	}
 	for _, tx := range e.txs {
 		if tx.inUse && tx.kind == txRndv && tx.conn == c && tx.sent {
 			e.txDone(tx, 0, code)
 		}
 	}
-	for _, rr := range c.deferred {
-		rr.queued = false
-		rr.fail(code)
-		e.rndvStep(rr)
-	}
+	deferred := c.deferred
 	c.deferred = nil
+	for _, op := range deferred {
+		if rr := op.rr; rr != nil {
+			rr.queued = false
+			rr.fail(code)
+			e.rndvStep(rr)
+			continue
+		}
+		op.sar.queued = false
+		op.sar.fail(code)
+		e.sarStep(op.sar)
+	}
+	e.dropSARs(c, code)
 	kept := e.unexp[:0]
 	for _, u := range e.unexp {
 		if u.rndv && u.conn == c {
+			continue
+		}
+		if u.sar != nil && u.sar.c == c && !u.sar.complete {
+			e.putSarBuf(u.sar.data)
+			e.putSar(u.sar)
 			continue
 		}
 		kept = append(kept, u)
@@ -332,6 +401,13 @@ func (e *endpoint) completed(c *eq.Completion) {
 	case *txBuf:
 		e.txDone(x, c.Flags, 0)
 	case *rxBuf:
+		if c.Flags&fi.FlagRemoteWrite != 0 {
+			// A peer's write with remote CQ data that consumed a bounce
+			// receive (verbs' RDMA write with immediate data).
+			e.remoteWrite(c)
+			e.repost(x)
+			return
+		}
 		e.arrived(x, c.Len)
 	case *rndvRead:
 		x.rr.readDone(0)
@@ -395,6 +471,10 @@ func (e *endpoint) txDone(tx *txBuf, flags fi.Flags, code fi.Errno) {
 	if !tx.inUse {
 		return
 	}
+	if tx.kind == txSeg {
+		e.segDone(tx, code)
+		return
+	}
 	if tx.kind == txRndv && code == 0 {
 		tx.sent = true
 		switch {
@@ -450,19 +530,31 @@ func (e *endpoint) arrived(rx *rxBuf, n int) {
 			e.dropConn(c, fi.EIO)
 			return
 		}
+	case rxmwire.TypeSeg:
+		if !e.arrivedSeg(c, &h, rx.buf[rxmwire.HeaderSize:n]) {
+			e.dropConn(c, fi.EIO)
+			return
+		}
 	case rxmwire.TypeRndvReadDone:
 		if !e.readDoneArrived(c, h.MsgID) {
 			e.dropConn(c, fi.EIO)
 			return
 		}
 	default:
-		// SAR, atomics, credits and the write rendezvous are not spoken:
+		// Atomics, credits and the write rendezvous are not spoken:
 		// the peer is configured otherwise.
 		e.dropConn(c, fi.EIO)
 		return
 	}
-	if err := c.msg.Recv(rx.buf, nil, fi.AddrUnspec, rx); err != nil {
-		e.dropConn(c, fi.Code(err))
+	e.repost(rx)
+}
+
+// repost posts bounce receive rx again; mu is held.
+func (e *endpoint) repost(rx *rxBuf) {
+	if c := rx.c; !c.closed {
+		if err := c.msg.Recv(rx.buf, rx.desc, fi.AddrUnspec, rx); err != nil {
+			e.dropConn(c, fi.Code(err))
+		}
 	}
 }
 
@@ -582,6 +674,11 @@ func (e *endpoint) PostRx(op kit.Op) error {
 		return err
 	}
 	r.niov = n
+	if e.mrLocal {
+		for i := range n {
+			r.desc[i] = opDesc(&op, i)
+		}
+	}
 	if e.info.Caps&fi.CapDirectedRecv == 0 {
 		r.src = fi.AddrUnspec
 	}
@@ -605,6 +702,10 @@ func (e *endpoint) PostRx(op kit.Op) error {
 		e.unexp[len(e.unexp):cap(e.unexp)][0] = unexpected{}
 		if m.rndv {
 			e.startRndv(m.conn, &r, &m)
+			return nil
+		}
+		if m.sar != nil {
+			e.matchSAR(m.sar, &r)
 			return nil
 		}
 		e.deliver(&r, m.data, m.src, m.tagged, m.tag, m.hasCQ, m.cqData)

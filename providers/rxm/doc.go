@@ -12,13 +12,17 @@
 // connection to a peer on the first send (which returns fi.EAGAIN until
 // it is up) and accept the peers' with C's connect and accept records.
 // Messages up to the eager limit go eager, behind the 64-byte rxm header;
-// longer ones by C's read-based rendezvous: the sender registers its
-// buffers with the core domain under rxm's keys (0x80000000 | n) and
-// sends their descriptor, the receiver reads them into the matched
-// receive with the core's RMA reads and answers read-done, on which the
-// send completes; the receive completes when read-done is sent. A receive
+// longer ones up to the SAR limit in segments of eager-limit bytes (C's
+// SAR: each segment an rxm packet with the message's header, reassembled
+// in order into the matched receive, or kept as unexpected until one
+// matches); longer ones still by C's read-based rendezvous: the sender
+// registers its buffers with the core domain under rxm's keys
+// (0x80000000 | n) and sends their descriptor, the receiver reads them
+// into the matched receive with the core's RMA reads and answers
+// read-done, on which the send completes; the receive completes when
+// read-done is sent. A receive
 // too small for its message completes with an fi.ETRUNC error entry
-// (Len placed, OLen lost), eager and rendezvous alike. RMA passes
+// (Len placed, OLen lost), eager, SAR and rendezvous alike. RMA passes
 // through to the peer's connection with the application's keys. rxm's
 // own operations that the core refuses for now (fi.EAGAIN) wait in
 // their connection's deferred queue and go, in order, on a later
@@ -26,6 +30,18 @@
 // queues (manual progress); a blocked reader waits on the core
 // completion queue when the queue drives one endpoint, and runs progress
 // every millisecond when it drives several.
+//
+// Over a core that needs registered buffers (FI_MR_LOCAL, as verbs), rxm
+// registers its bounce receives and transmit buffers once, in slabs, and
+// copies eager messages and segments through them (the application's
+// buffers go directly only when it gave descriptors for them all); the
+// rendezvous and RMA use the application's descriptors when given, and
+// register its buffers for the one operation otherwise. Addresses in
+// rendezvous descriptors are virtual when the core has FI_MR_VIRT_ADDR,
+// and keys are the core's (verbs: rkeys). A peer's write with remote CQ
+// data that consumes a bounce receive (verbs' write with immediate
+// data) completes on the receive queue. The inject size is the core's
+// less the header (192 over Soft-RoCE, as C's), emulated by a copy.
 //
 // A refused connection attempt is tried again (the sends return
 // fi.EAGAIN) with a pause that doubles from 1 ms to 1 s, for as long as
@@ -51,7 +67,7 @@
 // address vectors are its own.
 //
 // gofabric's rxm differs from C's in what it lacks (FI_ATOMIC,
-// FI_MULTI_RECV, FI_HMEM, collectives, SAR, the write-based rendezvous,
+// FI_MULTI_RECV, FI_HMEM, collectives, the write-based rendezvous,
 // the pass-through path, automatic data progress, a remote-read counter)
 // and in granting FI_SOURCE and FI_DIRECTED_RECV without being asked.
 //
@@ -61,15 +77,17 @@
 //
 //   - FI_OFI_RXM_BUFFER_SIZE: the eager limit, 16384 by default (104 to
 //     2^31-1); both sides of a connection must agree (the connect record
-//     says it), and each connection keeps 8 receives of 64 bytes more
-//     posted.
+//     says it), and each connection keeps receives of 64 bytes more
+//     posted: 8, or FI_OFI_RXM_MSG_RX_SIZE over FI_MR_LOCAL cores.
 //   - FI_OFI_RXM_TX_SIZE, FI_OFI_RXM_RX_SIZE: the queue depths of RDM
 //     endpoints when hints ask none (2048), and, when set, the deepest
 //     they may ask for (16384 and 65536 otherwise).
 //   - FI_OFI_RXM_MSG_TX_SIZE, FI_OFI_RXM_MSG_RX_SIZE: the depths asked of
-//     the core's endpoints (128).
+//     the core's endpoints (128); over FI_MR_LOCAL cores each connection
+//     keeps MSG_RX_SIZE bounce receives posted, as C's rxm does.
 //   - FI_OFI_RXM_SAR_LIMIT: the largest message sent in segments, 8
-//     times the eager limit by default.
+//     times the eager limit by default (none when the eager limit is
+//     above 65535, which a segment's size field cannot carry).
 //   - FI_OFI_RXM_USE_RNDV_WRITE, FI_OFI_RXM_ENABLE_PASSTHRU: set to a
 //     true value, rxm offers nothing and says why (not implemented).
 //   - FI_OFI_RXM_EAGER_LIMIT, _COMP_PER_PROGRESS, _USE_SRX,

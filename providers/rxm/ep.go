@@ -23,9 +23,16 @@ import (
 // the first send to it; every connection, opened or accepted, carries
 // messages in. Messages up to the eager limit go eager, longer ones by
 // the read-based rendezvous (rndv.go); RMA passes through to the peer's
-// connection (rma.go). No SAR.
+// connection (rma.go). Messages above the eager limit up to the SAR limit
+// go in segments of eager-limit bytes (sar.go). Over a core that needs
+// registered buffers (FI_MR_LOCAL, as verbs), the bounce buffers come
+// from slabs registered once (mrlocal.go).
 
-// bounceCount is how many bounce receives each connection keeps posted.
+// bounceCount is how many bounce receives each connection keeps posted
+// over a core with flow control of its own (tcp). Over a core that needs
+// registered buffers (verbs) a connection keeps FI_OFI_RXM_MSG_RX_SIZE
+// posted (128), as C's rxm does: an RC queue pair whose peer finds no
+// receive posted waits out an RNR timer before it sends again.
 const bounceCount = 8
 
 // epSet is rxm's set of driven endpoints, the type parameter of its kit
@@ -132,15 +139,29 @@ type conn struct {
 	// deferred are rxm's own operations the core refused with
 	// fi.EAGAIN, or that wait for remoteID (C's deferred_tx_queue), in
 	// order; progress posts them again.
-	deferred []*rndvRecv
-	rx       [bounceCount]rxBuf
+	deferred []deferredOp
+	// sars are the segmented messages arriving over the connection,
+	// first segment seen, last not yet.
+	sars []*sarRx
+	// slab is the registration of the bounce receives' memory over a
+	// core with FI_MR_LOCAL.
+	slab fi.MR
+	rx   []rxBuf
+}
+
+// deferredOp is an operation in a connection's deferred queue: a
+// rendezvous receive's next step, or the rest of a segmented send.
+type deferredOp struct {
+	rr  *rndvRecv
+	sar *txBuf
 }
 
 // rxBuf is a bounce receive posted on a connection: a header and an
 // eager payload.
 type rxBuf struct {
-	c   *conn
-	buf []byte
+	c    *conn
+	buf  []byte
+	desc any // the core's descriptor of buf under FI_MR_LOCAL
 }
 
 // txKind is what a txBuf carries.
@@ -150,6 +171,8 @@ const (
 	txEager txKind = iota // an eager message
 	txRndv                // a rendezvous request; the send ends at read-done
 	txRMA                 // an RMA operation passed to the core
+	txSAR                 // a segmented message; it ends when its segments are sent
+	txSeg                 // one segment of a txSAR, sent from the bounce buffer
 )
 
 // txBuf is an application's transmit operation on its way (C's struct
@@ -182,6 +205,23 @@ type txBuf struct {
 	conn       *conn
 	mrs        [iovLimit]fi.MR
 	sent, done bool
+	// bounce is the tx buffer's registered copy space (header and an
+	// eager payload), made at its first use; bdesc the core's
+	// descriptor of it (nil when the core needs none).
+	bounce []byte
+	bdesc  any
+	// A segmented send (txSAR): the caller's buffers (src), its
+	// header, nseg segments of which next are posted and pending not
+	// yet completed, the first error, and whether it waits in its
+	// connection's deferred queue. A segment (txSeg) has its parent.
+	src        [iovLimit][]byte
+	nsrc       int
+	sarHdr     rxmwire.Header
+	nseg, next int
+	pending    int
+	err        fi.Errno
+	queued     bool
+	parent     *txBuf
 }
 
 // maxInject is the most an inject carries here (inject_size is at most
@@ -191,6 +231,7 @@ const maxInject = 256
 // posted is a posted receive.
 type posted struct {
 	iov    [iovLimit][]byte
+	desc   [iovLimit]any // the core's descriptors of iov, nil where none given
 	niov   int
 	ctx    any
 	src    fi.Addr
@@ -215,6 +256,8 @@ type unexpected struct {
 	desc   rxmwire.RndvDesc
 	msgID  uint64
 	conn   *conn
+	// sar is a segmented message's reassembly: its data so far.
+	sar *sarRx
 }
 
 // endpoint is an rxm FI_EP_RDM endpoint (struct fid_ep; C's struct
@@ -232,9 +275,19 @@ type endpoint struct {
 	txSize int
 	rxSize int
 	// eager is the eager limit (FI_OFI_RXM_BUFFER_SIZE): longer messages
-	// go by rendezvous.
-	eager  int
-	closed atomic.Bool
+	// go in segments up to sarLimit (FI_OFI_RXM_SAR_LIMIT), then by
+	// rendezvous.
+	eager    int
+	sarLimit int
+	// mrLocal says the core needs registered buffers (FI_MR_LOCAL): rxm
+	// copies through registered bounce buffers and registers what the
+	// application gave no descriptor for. coreIOV is the core's
+	// iov_limit.
+	mrLocal bool
+	coreIOV int
+	// bounces is how many bounce receives each connection keeps posted.
+	bounces int
+	closed  atomic.Bool
 	// cmStop ends the CM goroutine, cmDone says it ended.
 	cmStop context.CancelFunc
 	cmDone sync.WaitGroup
@@ -262,6 +315,17 @@ type endpoint struct {
 	// rendezvous receives.
 	bufs [][]byte
 	rrs  []*rndvRecv
+	// sarFree are free reassemblies, sarBufs free buffers for the data
+	// of unexpected segmented messages.
+	sarFree []*sarRx
+	sarBufs [][]byte
+	// txSlabs are the registrations of the tx buffers' bounce memory;
+	// slabFree the bounce buffers of the last slab not yet given out.
+	txSlabs  []fi.MR
+	slabFree [][]byte
+	slabDesc any
+	// segFree are free segment buffers of segmented sends.
+	segFree []*txBuf
 	// deferConns are the connections with deferred operations.
 	deferConns []*conn
 	// coreRW counts the core's remote writes when a remote-write counter
@@ -304,6 +368,23 @@ func (d *domain) OpenEndpoint(info *fi.Info) (ep.Endpoint, error) {
 	}
 	e := &endpoint{domain: d, info: kit.EndpointInfo(info, fi.EPTypeRDM, d.Info().Caps), pid: uint32(os.Getpid()),
 		txSize: tx, rxSize: rx, eager: d.fabric.params.bufferSize, peers: map[netip.AddrPort]*peer{}, conns: map[fi.Fid]*conn{}}
+	e.sarLimit = d.fabric.params.sarLimit
+	if e.eager > maxSegSize {
+		e.sarLimit = e.eager // seg_size is 16 bits: no SAR (C's rxm_ep_settings_init)
+	}
+	e.mrLocal = forceMRLocal || d.coreInfo.Mode&fi.ModeLocalMR != 0 ||
+		(d.coreInfo.DomainAttr != nil && d.coreInfo.DomainAttr.MRMode&fi.MRModeLocal != 0)
+	e.coreIOV = iovLimit + 1
+	if ta := d.coreInfo.TxAttr; ta != nil {
+		e.coreIOV = ta.IOVLimit
+	}
+	e.bounces = bounceCount
+	if e.mrLocal {
+		e.bounces = d.fabric.params.msgRx
+		if ra := d.coreInfo.RxAttr; ra != nil && ra.Size > 0 {
+			e.bounces = min(e.bounces, ra.Size)
+		}
+	}
 	ops := kit.NewOps(e, prov, e.info)
 	e.MsgOps, e.TaggedOps, e.RMAOps = kit.MsgOps{Ops: ops}, kit.TaggedOps{Ops: ops}, kit.RMAOps{Ops: ops}
 	e.b.Init(e.info)
@@ -424,9 +505,10 @@ func (e *endpoint) closeCore() {
 	e.deferConns = nil
 	for _, tx := range e.txs {
 		if tx.inUse {
-			tx.closeMRs()
+			closeMRs(&tx.mrs)
 		}
 	}
+	e.closeSlabs()
 	if e.coreRW != nil {
 		_ = e.coreRW.Close()
 		e.coreRW = nil

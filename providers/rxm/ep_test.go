@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -107,10 +108,19 @@ type entry struct {
 
 // next reads s's CQ until an entry comes, driving the others' progress
 // meanwhile (their CQ reads run it).
+// nextTimeout bounds how long next waits for a completion that should
+// come (every one here comes within milliseconds).
+const nextTimeout = 30 * time.Second
+
 func next(t testing.TB, s *side, others ...*side) entry {
 	t.Helper()
 	comps, srcs := make([]eq.Completion, 1), make([]fi.Addr, 1)
+	// A lost message fails the test instead of hanging the package.
+	deadline := time.Now().Add(nextTimeout)
 	for {
+		if time.Now().After(deadline) {
+			t.Fatalf("no completion within %v", nextTimeout)
+		}
 		n, err := s.cq.ReadFrom(comps, srcs)
 		if n == 1 {
 			return entry{c: comps[0], src: srcs[0]}

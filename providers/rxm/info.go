@@ -157,16 +157,17 @@ func withoutLayer(sel, layer string) string {
 // message and ordering sizes, the MR modes but FI_MR_LOCAL (rxm registers
 // its own buffers), the MR key size, and the limits rxm cannot exceed
 // (iov limits, CQ data size); the inject size is the core's less the rxm
-// header when the core sends from unregistered memory, else
-// FI_OFI_RXM_BUFFER_SIZE, which rxm copies through its own buffers.
+// header (as C 1.17 gives it, FI_MR_LOCAL cores included: 192 over
+// Soft-RoCE) and at most FI_OFI_RXM_BUFFER_SIZE, which it is when the
+// core's is no larger than the header.
 // Everything else is rxm's.
 func entry(c *fi.Info, p params, name string) *fi.Info {
 	ctx, crx, cep, cd := *c.TxAttr, *c.RxAttr, *c.EPAttr, *c.DomainAttr
 	caps := rxmCaps&^commCaps | c.Caps&commCaps
 	mode := c.Mode &^ fi.ModeRxCQData
 	inject := p.bufferSize
-	if cd.MRMode&fi.MRModeLocal == 0 && c.Mode&fi.ModeLocalMR == 0 && ctx.InjectSize > rxmwire.HeaderSize {
-		inject = ctx.InjectSize - rxmwire.HeaderSize
+	if ctx.InjectSize > rxmwire.HeaderSize {
+		inject = min(ctx.InjectSize-rxmwire.HeaderSize, p.bufferSize)
 	}
 	in := &fi.Info{
 		Caps: caps, Mode: mode, AddrFormat: c.AddrFormat,

@@ -147,7 +147,7 @@ func verbsLike() *fi.Info {
 		Caps: fi.CapMsg | fi.CapRMA | fi.CapSend | fi.CapRecv | fi.CapRead | fi.CapWrite | fi.CapRemoteRead |
 			fi.CapRemoteWrite | fi.CapLocalComm | fi.CapRemoteComm,
 		AddrFormat: fi.FormatSockaddrIn, SrcAddr: sockaddr("192.0.2.1:0"),
-		TxAttr: &fi.TxAttr{MsgOrder: fi.OrderSAS | fi.OrderRAW, InjectSize: 32, Size: 1024, IOVLimit: 4, RMAIOVLimit: 1},
+		TxAttr: &fi.TxAttr{MsgOrder: fi.OrderSAS | fi.OrderRAW, InjectSize: 256, Size: 1024, IOVLimit: 4, RMAIOVLimit: 1},
 		RxAttr: &fi.RxAttr{MsgOrder: fi.OrderSAS, Size: 1024, IOVLimit: 4},
 		EPAttr: &fi.EPAttr{Type: fi.EPTypeMsg, MaxMsgSize: 1 << 30, MaxOrderRAWSize: 1 << 30, MaxOrderWAWSize: 1 << 30},
 		DomainAttr: &fi.DomainAttr{Name: "rxe0", MRMode: fi.MRModeLocal | fi.MRModeVirtAddr | fi.MRModeAllocated | fi.MRModeProvKey,
@@ -173,7 +173,7 @@ func TestEntryFromCore(t *testing.T) {
 	require.Equal(t, c.FabricAttr.Name, in.FabricAttr.Name)
 	require.Equal(t, c.DomainAttr.Name, in.DomainAttr.Name)
 	require.Equal(t, c.SrcAddr, in.SrcAddr)
-	require.Equal(t, 16384, in.TxAttr.InjectSize, "the core needs registered buffers: rxm copies through its own")
+	require.Equal(t, 192, in.TxAttr.InjectSize, "the core's inject size less the rxm header, FI_MR_LOCAL or not (C 1.17 over rxe: 192)")
 	require.Equal(t, mrModes, in.DomainAttr.MRMode, "FI_MR_LOCAL is rxm's to handle")
 	require.Equal(t, 1, in.TxAttr.RMAIOVLimit)
 	require.Equal(t, 4, in.TxAttr.IOVLimit)
@@ -198,11 +198,11 @@ func TestEntryFromCore(t *testing.T) {
 	require.ErrorIs(t, err, fi.ENODATA)
 	require.Contains(t, err.Error(), "fake;ofi_gorxm: mr mode FI_MR_VIRT_ADDR, FI_MR_ALLOCATED, FI_MR_PROV_KEY required")
 
-	t.Setenv("FI_OFI_RXM_BUFFER_SIZE", "8192")
+	t.Setenv("FI_OFI_RXM_BUFFER_SIZE", "128")
 	t.Setenv("FI_OFI_RXM_TX_SIZE", "4096")
 	infos, err = p.GetInfo(context.Background(), "", "", 0, hints)
 	require.NoError(t, err)
-	require.Equal(t, 8192, infos[0].TxAttr.InjectSize)
+	require.Equal(t, 128, infos[0].TxAttr.InjectSize, "no more than the eager limit")
 	require.Equal(t, 4096, infos[0].TxAttr.Size)
 	hints.TxAttr = &fi.TxAttr{Size: 4097}
 	_, err = p.GetInfo(context.Background(), "", "", 0, hints)

@@ -59,6 +59,22 @@ func (e *endpoint) postRMA(op *kit.Op) error {
 	}
 	n, hasDesc := 0, false
 	switch {
+	case inject && e.mrLocal:
+		// Copied into the tx buffer's registered space, which the core
+		// sends from.
+		if err := e.bounceOf(tx); err != nil {
+			e.putTx(tx)
+			return err
+		}
+		k := 0
+		if op.IOV == nil {
+			k = copy(tx.bounce, op.Buf)
+		} else {
+			for _, b := range op.IOV {
+				k += copy(tx.bounce[k:], b)
+			}
+		}
+		tx.iov[0], tx.desc[0], n, hasDesc = tx.bounce[:k], tx.bdesc, 1, true
 	case inject:
 		// The caller's buffer is its own again on return: copy it.
 		k := 0
@@ -80,6 +96,22 @@ func (e *endpoint) postRMA(op *kit.Op) error {
 			tx.desc[i] = coreDesc(op.Descs[i])
 			hasDesc = hasDesc || tx.desc[i] != nil
 		}
+	}
+	if e.mrLocal && !inject {
+		// Buffers the application gave no descriptor for are registered
+		// for this operation (C's rxm_rma.c), until it completes.
+		for i, b := range tx.iov[:n] {
+			if len(b) == 0 || tx.desc[i] != nil {
+				continue
+			}
+			mr, err := e.domain.registerInternal(b, fi.AccessRead|fi.AccessWrite)
+			if err != nil {
+				e.putTx(tx)
+				return fi.Code(err)
+			}
+			tx.mrs[i], tx.desc[i] = mr, mr.Desc()
+		}
+		hasDesc = true
 	}
 	var rma []ep.RMAIOV
 	if op.RMAIOV != nil {

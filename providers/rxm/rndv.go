@@ -27,15 +27,16 @@ const rxmKeyBase = 0x80000000
 // gives up on fi.ENOKEY (C's rxm_msg_mr_reg_internal).
 const keyTries = 1024
 
-// registerInternal registers b with the core domain for the peers' reads
-// under the next rxm key, trying further keys while the core says a key
-// is taken.
-func (d *domain) registerInternal(b []byte) (fi.MR, error) {
+// registerInternal registers b with the core domain for access (the
+// peers' reads of a rendezvous send; the core's own use of a buffer under
+// FI_MR_LOCAL) under the next rxm key, trying further keys while the core
+// says a key is taken (a core that chooses its keys ignores rxm's).
+func (d *domain) registerInternal(b []byte, access fi.Access) (fi.MR, error) {
 	var err error
 	for range keyTries {
 		key := rxmKeyBase | uint64(d.mrKey.Add(1)-1)&(rxmKeyBase-1)
 		var mr fi.MR
-		mr, err = fi.RegisterMR(d.core, &fi.MRAttr{Buf: b, Access: fi.AccessRemoteRead, RequestedKey: key}, 0)
+		mr, err = fi.RegisterMR(d.core, &fi.MRAttr{Buf: b, Access: access, RequestedKey: key}, 0)
 		if err == nil {
 			return mr, nil
 		}
@@ -43,7 +44,7 @@ func (d *domain) registerInternal(b []byte) (fi.MR, error) {
 			break
 		}
 	}
-	return nil, errors.Wrapf(err, "%s: rendezvous: register %d bytes", d.fabric.Prov(), len(b))
+	return nil, errors.Wrapf(err, "%s: register %d bytes", d.fabric.Prov(), len(b))
 }
 
 // sendRndv sends the rendezvous request for op over c in tx, whose
@@ -59,21 +60,28 @@ func (e *endpoint) sendRndv(c *conn, tx *txBuf, op *kit.Op, h *rxmwire.Header) e
 	}
 	virt := e.domain.coreInfo.DomainAttr != nil && e.domain.coreInfo.DomainAttr.MRMode&fi.MRModeVirtAddr != 0
 	var desc rxmwire.RndvDesc
-	for _, b := range bufs[:n] {
+	for i, b := range bufs[:n] {
 		if len(b) == 0 {
 			continue
 		}
-		mr, err := e.domain.registerInternal(b)
-		if err != nil {
-			e.putTx(tx)
-			return err
+		var key uint64
+		if m, ok := appMR(op, i); ok && e.mrLocal {
+			// Under FI_MR_LOCAL the application's region serves (C's
+			// rxm_send_rndv with a desc).
+			key = m.core.Key()
+		} else {
+			mr, err := e.domain.registerInternal(b, fi.AccessRemoteRead)
+			if err != nil {
+				e.putTx(tx)
+				return fi.Code(err)
+			}
+			tx.mrs[desc.Count], key = mr, mr.Key()
 		}
-		tx.mrs[desc.Count] = mr
 		var addr uint64
 		if virt {
 			addr = bufAddr(b)
 		}
-		desc.IOV[desc.Count] = rxmwire.RMAIOV{Addr: addr, Len: uint64(len(b)), Key: mr.Key()}
+		desc.IOV[desc.Count] = rxmwire.RMAIOV{Addr: addr, Len: uint64(len(b)), Key: key}
 		desc.Count++
 	}
 	h.Type, h.MsgID = rxmwire.TypeRndvReq, uint64(tx.gen)<<32|uint64(tx.idx)
@@ -81,6 +89,15 @@ func (e *endpoint) sendRndv(c *conn, tx *txBuf, op *kit.Op, h *rxmwire.Header) e
 	rxmwire.PutRndv(tx.hdr[rxmwire.HeaderSize:], &desc)
 	tx.iov[0] = tx.hdr[:]
 	tx.msg = ep.Message{IOV: tx.iov[:1], Addr: fi.AddrUnspec, Context: tx}
+	if e.mrLocal {
+		if err := e.bounceOf(tx); err != nil {
+			e.putTx(tx)
+			return err
+		}
+		tx.iov[0] = tx.bounce[:copy(tx.bounce, tx.hdr[:])]
+		tx.desc[0] = tx.bdesc
+		tx.msg.Desc = tx.desc[:1]
+	}
 	if err := c.msg.SendMsg(&tx.msg, 0); err != nil {
 		e.putTx(tx)
 		return transient(err)
@@ -157,17 +174,21 @@ type rndvRecv struct {
 	err                           fi.Errno
 	// queued says it waits in its connection's deferred queue.
 	queued bool
-	hdr    [rxmwire.HeaderSize]byte
-	iov    [1][]byte
-	msg    ep.Message
+	// mrs are the registrations of the receive's buffers under
+	// FI_MR_LOCAL when the application gave no descriptors.
+	mrs [iovLimit]fi.MR
+	hdr [rxmwire.HeaderSize]byte
+	iov [1][]byte
+	msg ep.Message
 }
 
 // rndvRead is one core read of a rendezvous receive, and its context.
 type rndvRead struct {
-	rr  *rndvRecv
-	iov [iovLimit][]byte
-	rma [1]ep.RMAIOV
-	msg ep.RMAMessage
+	rr   *rndvRecv
+	iov  [iovLimit][]byte
+	desc [iovLimit]any
+	rma  [1]ep.RMAIOV
+	msg  ep.RMAMessage
 }
 
 // startRndv starts reading the rendezvous message m, which came over c,
@@ -189,6 +210,10 @@ func (e *endpoint) startRndv(c *conn, r *posted, m *unexpected) {
 		rr.flags, rr.data = rr.flags|fi.FlagRemoteCQData, m.cqData
 	}
 	want := min(m.size, uint64(kit.IOVLen(r.iov[:r.niov])))
+	if err := e.registerRecv(r, &rr.mrs); err != nil {
+		rr.fail(fi.Code(err))
+		want = 0
+	}
 	off := 0
 	for _, v := range m.desc.IOVs() {
 		if want == 0 {
@@ -196,13 +221,16 @@ func (e *endpoint) startRndv(c *conn, r *posted, m *unexpected) {
 		}
 		n := min(v.Len, want)
 		rd := &rr.reads[rr.nreads]
-		k := sliceIOV(&rd.iov, r.iov[:r.niov], off, int(n))
+		k := sliceIOV(&rd.iov, &rd.desc, r.iov[:r.niov], r.desc[:r.niov], off, int(n))
 		if k < 0 {
 			break // more pieces than a read takes: truncated there
 		}
 		rd.rr = rr
 		rd.rma[0] = ep.RMAIOV{Addr: v.Addr, Len: int(n), Key: v.Key}
 		rd.msg = ep.RMAMessage{IOV: rd.iov[:k], Addr: fi.AddrUnspec, RMAIOV: rd.rma[:], Context: rd}
+		if e.mrLocal {
+			rd.msg.Desc = rd.desc[:k]
+		}
 		rr.nreads++
 		rr.placed += int(n)
 		off += int(n)
@@ -211,11 +239,12 @@ func (e *endpoint) startRndv(c *conn, r *posted, m *unexpected) {
 	e.rndvStep(rr)
 }
 
-// sliceIOV puts the n bytes at offset off of iov into dst and returns
-// how many pieces that took, or -1 when more than dst holds.
-func sliceIOV(dst *[iovLimit][]byte, iov [][]byte, off, n int) int {
+// sliceIOV puts the n bytes at offset off of iov into dst, and their
+// descriptors (desc, one per iov) into ddst, and returns how many pieces
+// that took, or -1 when more than dst holds.
+func sliceIOV(dst *[iovLimit][]byte, ddst *[iovLimit]any, iov [][]byte, desc []any, off, n int) int {
 	k := 0
-	for _, b := range iov {
+	for i, b := range iov {
 		if n == 0 {
 			break
 		}
@@ -234,7 +263,7 @@ func sliceIOV(dst *[iovLimit][]byte, iov [][]byte, off, n int) int {
 		if k == iovLimit {
 			return -1
 		}
-		dst[k] = b
+		dst[k], ddst[k] = b, desc[i]
 		k++
 		n -= len(b)
 	}
@@ -275,12 +304,16 @@ func (e *endpoint) rndvStep(rr *rndvRecv) {
 	}
 	if e.advance(rr) {
 		rr.queued = true
-		c := rr.c
-		if len(c.deferred) == 0 {
-			e.deferConns = append(e.deferConns, c)
-		}
-		c.deferred = append(c.deferred, rr)
+		e.deferOp(rr.c, deferredOp{rr: rr})
 	}
+}
+
+// deferOp puts op at the end of c's deferred queue; mu is held.
+func (e *endpoint) deferOp(c *conn, op deferredOp) {
+	if len(c.deferred) == 0 {
+		e.deferConns = append(e.deferConns, c)
+	}
+	c.deferred = append(c.deferred, op)
 }
 
 // advance posts what rr can post now and completes it when it is over;
@@ -328,7 +361,11 @@ func (e *endpoint) advance(rr *rndvRecv) bool {
 		rxmwire.PutHeader(rr.hdr[:], &h)
 		rr.iov[0] = rr.hdr[:]
 		rr.msg = ep.Message{IOV: rr.iov[:], Addr: fi.AddrUnspec, Context: rr}
-		switch err := c.msg.SendMsg(&rr.msg, 0); {
+		var flags fi.Flags
+		if e.mrLocal {
+			flags = fi.FlagInject // rr.hdr is not registered: the core copies it
+		}
+		switch err := c.msg.SendMsg(&rr.msg, flags); {
 		case err == fi.EAGAIN:
 			return true
 		case err != nil:
@@ -351,6 +388,7 @@ func (e *endpoint) rndvFinish(rr *rndvRecv) {
 	} else {
 		e.rxComplete(rr.ctx, rr.report, rr.flags, rr.placed, rr.size, rr.data, rr.tag, rr.src)
 	}
+	closeMRs(&rr.mrs)
 	*rr = rndvRecv{}
 	e.rrs = append(e.rrs, rr)
 }
@@ -363,10 +401,18 @@ func (e *endpoint) runDeferred() {
 	for _, c := range e.deferConns {
 		i := 0
 		for ; i < len(c.deferred); i++ {
-			rr := c.deferred[i]
-			rr.queued = false
-			if e.advance(rr) {
-				rr.queued = true
+			if rr := c.deferred[i].rr; rr != nil {
+				rr.queued = false
+				if e.advance(rr) {
+					rr.queued = true
+					break
+				}
+				continue
+			}
+			tx := c.deferred[i].sar
+			tx.queued = false
+			if e.sarAdvance(tx) {
+				tx.queued = true
 				break
 			}
 		}

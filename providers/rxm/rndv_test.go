@@ -50,14 +50,15 @@ func drain(s *side, others ...*side) {
 	_, _ = s.cq.Read(nil)
 }
 
-// TestRDMSizes: messages of every size around the eager limit and up to
-// 4 MiB arrive whole, untagged and tagged, each way, with the receive
-// posted before the message arrives and after (unexpected), and the
-// sender's completion comes once the receiver has the data.
+// TestRDMSizes: messages of every size around the eager limit, the SAR
+// limit (8 x 16384: segments up to it, rendezvous above) and up to 4 MiB
+// arrive whole, untagged and tagged, each way, with the receive posted
+// before the message arrives and after (unexpected), and the sender's
+// completion comes once the receiver has the data.
 func TestRDMSizes(t *testing.T) {
 	a, b, toB, toA := pair(t)
-	sizes := []int{0, 1, 63, 64, 65, 4095, 16383, 16384, 16385, 16386, 16448, 32768, 65535, 65536, 65537,
-		1<<20 - 1, 1 << 20, 4<<20 - 1, 4 << 20}
+	sizes := []int{0, 1, 63, 64, 65, 4095, 16383, 16384, 16385, 16386, 16448, 32768, 40000, 65535, 65536, 65537,
+		131071, 131072, 131073, 1<<20 - 1, 1 << 20, 4<<20 - 1, 4 << 20}
 	type dir struct {
 		name     string
 		from, to *side
@@ -86,8 +87,14 @@ func TestRDMSizes(t *testing.T) {
 					if !unexpected {
 						require.NoError(t, recv(), name)
 					}
+					sar := rxm.SARSent()
 					_, err := sendRetry(d.from, send, d.to)
 					require.NoError(t, err, name)
+					if n > 16384 && n <= 8*16384 {
+						require.Equal(t, sar+1, rxm.SARSent(), "%s: in SAR segments", name)
+					} else {
+						require.Equal(t, sar, rxm.SARSent(), "%s: not in SAR segments", name)
+					}
 					if unexpected {
 						drain(d.to, d.from) // the message (or request) arrives first
 						require.NoError(t, recv(), name)
@@ -294,9 +301,18 @@ func TestRDMConnectRetriesRefused(t *testing.T) {
 // TestRDMEagerAllocs: in the steady state an eager send and its receive
 // through the layer allocate nothing, with the receive posted first and
 // with the message arriving unexpected.
-func TestRDMEagerAllocs(t *testing.T) {
+func TestRDMEagerAllocs(t *testing.T) { testAllocs(t, 4096, "eager") }
+
+// TestRDMSARAllocs: a message sent in SAR segments (40000 bytes: three)
+// allocates nothing either, sender or receiver, the receive posted first
+// or the message unexpected (its segments gathered in a pooled buffer).
+func TestRDMSARAllocs(t *testing.T) { testAllocs(t, 40000, "SAR") }
+
+// testAllocs requires that sending and receiving size-byte messages
+// allocates nothing once pools are warm.
+func testAllocs(t *testing.T, size int, kind string) {
 	a, b, toB, _ := pair(t)
-	sbuf, rbuf := fill(4096, 1), make([]byte, 4096)
+	sbuf, rbuf := fill(size, 1), make([]byte, size)
 	comps := make([]eq.Completion, 4)
 	wait := func(s *side, other *side) {
 		for {
@@ -337,8 +353,8 @@ func TestRDMEagerAllocs(t *testing.T) {
 		posted()
 		unexpected()
 	}
-	require.Zero(t, testing.AllocsPerRun(200, posted), "allocations per eager send and receive, receive posted first")
-	require.Zero(t, testing.AllocsPerRun(200, unexpected), "allocations per eager send and receive, message unexpected")
+	require.Zero(t, testing.AllocsPerRun(200, posted), "allocations per %s send and receive, receive posted first", kind)
+	require.Zero(t, testing.AllocsPerRun(200, unexpected), "allocations per %s send and receive, message unexpected", kind)
 	runtime.KeepAlive(rbuf)
 }
 

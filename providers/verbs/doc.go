@@ -43,6 +43,9 @@
 // the completion channel's. When the connection goes, every posted
 // operation completes with an error entry.
 //
-// FI_EP_RDM (rxm over verbs MSG) and FI_EP_DGRAM (UD) are not offered;
-// GetInfo declines them with the reason.
+// FI_EP_DGRAM (UD) is not offered, and FI_EP_RDM not by verbs itself;
+// GetInfo declines them with the reason. FI_EP_RDM over verbs is
+// providers/rxm layered on these MSG endpoints, as C's ofi_rxm: it is
+// registered as "verbs;ofi_rxm" by providers/all in builds with the verbs
+// tag.
 package verbs

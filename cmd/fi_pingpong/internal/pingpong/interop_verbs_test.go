@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/gofabric/gofabric/fi"
-	_ "github.com/gofabric/gofabric/providers/verbs"
+	_ "github.com/gofabric/gofabric/providers/all" // verbs, and rxm over it as verbs;ofi_rxm
 	"github.com/stretchr/testify/require"
 )
 
@@ -50,6 +50,48 @@ func TestInteropVerbsMsg(t *testing.T) {
 			name := tt.name + map[bool]string{true: "/go client", false: "/go server"}[goClient]
 			t.Run(name, func(t *testing.T) {
 				cargs := append([]string{"-p", "verbs", "-e", "msg"}, tt.args...)
+				o, err := ParseOptions(cargs, &bytes.Buffer{})
+				require.NoError(t, err)
+				runInterop(t, o, cargs, goClient, NewFabricTransport, tt.sizes)
+			})
+		}
+	}
+}
+
+// TestInteropVerbsRDM runs the Go tool over gofabric's rxm on its verbs
+// provider (-p verbs -e rdm, which both libraries serve as
+// verbs;ofi_rxm) against the C fi_pingpong, as client and as server,
+// untagged and tagged, with -c: each side verifies the payloads the other
+// built. -S all covers C rxm's three paths over verbs both ways: eager up
+// to 16 KiB, SAR segments up to 128 KiB, the read rendezvous above. The C
+// processes run with FI_UNIVERSE_SIZE=127: C's rxm sizes its one verbs
+// CQ by it (256 entries a peer by default), above rxe's max_cqe (32767)
+// otherwise; gofabric reads no such variable.
+func TestInteropVerbsRDM(t *testing.T) {
+	requireVerbs(t)
+	h := (*fi.Info)(nil).Clone()
+	h.EPAttr.Type = fi.EPTypeRDM
+	h.FabricAttr.ProvName = "verbs"
+	h.DomainAttr.MRMode = fi.MRModeLocal | fi.MRModeAllocated | fi.MRModeProvKey | fi.MRModeVirtAddr // the tool's
+	infos, err := fi.GetInfo(context.Background(), "", "", 0, h)
+	require.NoError(t, err, "rxm over verbs offers FI_EP_RDM entries on this host's device")
+	require.Equal(t, "verbs;ofi_rxm", infos[0].FabricAttr.ProvName)
+	t.Setenv("FI_UNIVERSE_SIZE", "127")
+	tests := []struct {
+		name  string
+		args  []string
+		sizes int
+	}{
+		{"default sizes", []string{"-I", "10", "-c"}, 6},
+		{"all sizes", []string{"-I", "3", "-S", "all", "-c"}, 46},
+		{"tagged default sizes", []string{"-m", "tagged", "-I", "10", "-c"}, 6},
+		{"tagged all sizes", []string{"-m", "tagged", "-I", "3", "-S", "all", "-c"}, 46},
+	}
+	for _, tt := range tests {
+		for _, goClient := range []bool{true, false} {
+			name := tt.name + map[bool]string{true: "/go client", false: "/go server"}[goClient]
+			t.Run(name, func(t *testing.T) {
+				cargs := append([]string{"-p", "verbs", "-e", "rdm"}, tt.args...)
 				o, err := ParseOptions(cargs, &bytes.Buffer{})
 				require.NoError(t, err)
 				runInterop(t, o, cargs, goClient, NewFabricTransport, tt.sizes)
