@@ -46,7 +46,7 @@ func (e *endpoint) cmLoop(ctx context.Context, q eq.EventQueue) {
 				e.cmError(ee)
 			}
 		}
-		e.mu.Unlock()
+		e.unlock()
 		// A reader blocked on the core completion queue looks again:
 		// deferred operations may go now, a connection may have failed.
 		e.Signal()
@@ -56,22 +56,37 @@ func (e *endpoint) cmLoop(ctx context.Context, q eq.EventQueue) {
 	}
 }
 
-// cmProgress handles the core event queue's events; mu is held.
-func (e *endpoint) cmProgress() {
+// cmInterval is how often progress reads the connections' event queue
+// while no connection attempt of ours is under way (C's
+// FI_OFI_RXM_CM_PROGRESS_INTERVAL default): reading it drives the core's
+// data progress too, which the completion queue's read does already.
+const cmInterval = 10 * time.Millisecond
+
+// pollCM handles the events in q, the connections' event queue, read
+// without mu (the core's progress may call Arrived) and handled with it.
+func (e *endpoint) pollCM(q eq.EventQueue) {
 	for {
-		ev, err := e.msgEQ.Read()
+		ev, err := q.Read()
+		var ee *eq.EQError
 		switch {
 		case err == nil:
-			e.cmEvent(ev)
 		case err == fi.EAVAIL:
-			ee, rerr := e.msgEQ.ReadErr()
-			if rerr != nil || ee == nil {
+			var rerr error
+			if ee, rerr = q.ReadErr(); rerr != nil || ee == nil {
 				return
 			}
-			e.cmError(ee)
 		default:
 			return
 		}
+		e.mu.Lock()
+		if e.enabled && e.msgEQ == q {
+			if ee != nil {
+				e.cmError(ee)
+			} else {
+				e.cmEvent(ev)
+			}
+		}
+		e.unlock()
 	}
 }
 
@@ -95,9 +110,14 @@ func (e *endpoint) cmEvent(ev eq.Event) {
 			}
 			c.remoteID, c.idKnown = rxmwire.ConnIndex(rec.ConnID), true
 			p.out = nil
+			e.pending--
 			p.endSeries()
 		}
 		c.connected = true
+		if p.in == c {
+			p.in = nil
+			e.pending--
+		}
 		if p.send == nil {
 			p.send = c
 		}
@@ -164,6 +184,9 @@ func (e *endpoint) onRequest(req *eq.ConnReq) {
 		return
 	}
 	p := e.peerFor(netip.AddrPortFrom(ap.Addr().Unmap(), rec.Port))
+	if e.dyn {
+		req.Info.Caps |= fi.CapTagged // the raw tagged form, as our own connections
+	}
 	c, err := e.newConn(req.Info, p)
 	if err != nil {
 		_ = e.pep.Reject(req.Info.Handle, rxmwire.AppendReject(nil, rxmwire.RejectRefused))
@@ -173,5 +196,10 @@ func (e *endpoint) onRequest(req *eq.ConnReq) {
 	acc := rxmwire.AcceptRecord{ConnID: rxmwire.MakeConnID(e.pid, p.index), RxSize: rxmwire.RxSize, FlowCtrl: rxmwire.FlowCtrlOff}
 	if err := c.cm.Accept(rxmwire.AppendAccept(nil, &acc)); err != nil {
 		e.dropConn(c, fi.ECANCELED)
+		return
+	}
+	if p.send == nil && p.in == nil {
+		p.in = c
+		e.pending++
 	}
 }

@@ -20,15 +20,26 @@ import (
 // inject above inject_size, more than iov_limit buffers or an unknown
 // fi.Addr, fi.EAGAIN when tx_attr.size operations are in flight or the
 // core's queue is full; a connection that could not be opened gives its
-// error once (fi.ECONNREFUSED after the connect timeout).
+// error once (fi.ECONNREFUSED after the connect timeout). An fi.EAGAIN
+// runs progress before it returns, so that a caller that only retries
+// moves the connection and the core queue on.
 func (e *endpoint) PostTx(op kit.Op) error {
+	err := e.postTx(&op)
+	if err == fi.EAGAIN {
+		e.progress()
+	}
+	return err
+}
+
+// postTx is PostTx but for progress.
+func (e *endpoint) postTx(op *kit.Op) error {
 	tagged := false
 	switch op.Kind {
 	case kit.OpSend:
 	case kit.OpTSend:
 		tagged = true
 	case kit.OpWrite, kit.OpRead:
-		return e.postRMA(&op)
+		return e.postRMA(op)
 	default:
 		return fi.ENOSYS
 	}
@@ -41,14 +52,13 @@ func (e *endpoint) PostTx(op kit.Op) error {
 		return fi.EINVAL
 	}
 	e.mu.Lock()
-	defer e.mu.Unlock()
+	defer e.unlock()
 	switch {
 	case e.closed.Load():
 		return fi.EBADF
 	case !e.enabled:
 		return fi.EOPBADSTATE
 	}
-	e.progressLocked()
 	c, err := e.connFor(op.Addr)
 	if err != nil {
 		return err
@@ -69,11 +79,14 @@ func (e *endpoint) PostTx(op kit.Op) error {
 	tx.report = !op.Inject && (!e.TxSel || op.Flags&fi.FlagCompletion != 0)
 	if size > e.eager && !inject {
 		if size <= e.sarLimit {
-			return e.sendSAR(c, tx, &op, h)
+			return e.sendSAR(c, tx, op, h)
 		}
-		return e.sendRndv(c, tx, &op, h)
+		return e.sendRndv(c, tx, op, h)
 	}
 	tx.kind = txEager
+	if tagged && c.tag != nil {
+		return e.sendRawTagged(c, tx, op, inject)
+	}
 	rxmwire.PutHeader(tx.hdr[:], h)
 	tx.iov[0] = tx.hdr[:rxmwire.HeaderSize]
 	n := 1
@@ -91,10 +104,10 @@ func (e *endpoint) PostTx(op kit.Op) error {
 		tx.desc[0] = tx.bdesc
 		var bufs [iovLimit][]byte
 		nb, _ := op.CopyIOV(bufs[:], "")
-		if !inject && nb+1 <= e.coreIOV && allDescs(&op, bufs[:nb]) {
+		if !inject && nb+1 <= e.coreIOV && allDescs(op, bufs[:nb]) {
 			tx.iov[0] = tx.bounce[:k]
 			for i, b := range bufs[:nb] {
-				tx.iov[n], tx.desc[n] = b, opDesc(&op, i)
+				tx.iov[n], tx.desc[n] = b, opDesc(op, i)
 				n++
 			}
 		} else {
@@ -174,7 +187,7 @@ func (e *endpoint) putTx(tx *txBuf) {
 func (tx *txBuf) reset() {
 	closeMRs(&tx.mrs)
 	tx.inUse, tx.sent, tx.done, tx.conn, tx.parent = false, false, false, nil, nil
-	tx.msg, tx.rmsg, tx.ctx = ep.Message{}, ep.RMAMessage{}, nil
+	tx.msg, tx.rmsg, tx.tmsg, tx.ctx = ep.Message{}, ep.RMAMessage{}, ep.TaggedMessage{}, nil
 	clear(tx.iov[:])
 	clear(tx.desc[:])
 	clear(tx.src[:])
@@ -203,7 +216,7 @@ func (e *endpoint) connFor(addr fi.Addr) (*conn, error) {
 	if p.send != nil {
 		return p.send, nil
 	}
-	if p.out != nil {
+	if p.out != nil || p.in != nil {
 		return nil, fi.EAGAIN
 	}
 	if code := p.lastErr; code != 0 {
@@ -228,6 +241,7 @@ func (e *endpoint) connFor(addr fi.Addr) (*conn, error) {
 		return nil, err
 	}
 	p.out = c
+	e.pending++
 	return nil, fi.EAGAIN
 }
 
@@ -247,7 +261,10 @@ func (e *endpoint) peerFor(ap netip.AddrPort) *peer {
 // bounce receives (C's rxm_open_conn); mu is held.
 func (e *endpoint) newConn(info *fi.Info, p *peer) (*conn, error) {
 	size := rxmwire.HeaderSize + e.eager
-	slab := make([]byte, e.bounces*size)
+	var slab []byte
+	if e.bounces > 0 {
+		slab = make([]byte, e.bounces*size)
+	}
 	var slabMR fi.MR
 	if e.mrLocal {
 		var err error
@@ -275,6 +292,19 @@ func (e *endpoint) newConn(info *fi.Info, p *peer) (*conn, error) {
 	if c.msg == nil || c.cm == nil {
 		closeConn()
 		return nil, fi.ENOSYS
+	}
+	if e.dyn {
+		dr, ok := x.(kit.DynRecv)
+		if !ok {
+			closeConn()
+			return nil, fi.ENOSYS
+		}
+		c.dyn = dr
+		c.tag, _ = x.(ep.Tagged)
+		if err := dr.SetDynRecv(e, c, rxmwire.HeaderSize); err != nil {
+			closeConn()
+			return nil, err
+		}
 	}
 	if err := x.Bind(e.msgEQ, 0); err != nil {
 		closeConn()
@@ -324,6 +354,11 @@ func (e *endpoint) dropConn(c *conn, code fi.Errno) {
 		}
 		if p.out == c {
 			p.out = nil
+			e.pending--
+		}
+		if p.in == c {
+			p.in = nil
+			e.pending--
 		}
 	}
 	_ = c.ep.Close()
@@ -354,7 +389,14 @@ func (e *endpoint) dropConn(c *conn, code fi.Errno) {
 	e.dropSARs(c, code)
 	kept := e.unexp[:0]
 	for _, u := range e.unexp {
+		if d := u.dyn; d != nil && u.conn == c && !d.done {
+			d.orphan = true // still arriving: its completion frees it
+			continue
+		}
 		if u.rndv && u.conn == c {
+			if u.dyn != nil {
+				e.putDyn(u.dyn)
+			}
 			continue
 		}
 		if u.sar != nil && u.sar.c == c && !u.sar.complete {
@@ -369,29 +411,76 @@ func (e *endpoint) dropConn(c *conn, code fi.Errno) {
 }
 
 // progress reads the core event queue and completion queue (C's
-// rxm_ep_do_progress).
+// rxm_ep_do_progress): connection events and deferred operations, then
+// the core completions, read without mu (the core's progress may call
+// Arrived, dynrecv.go) and handled with it, then the deferred operations
+// those let go.
 func (e *endpoint) progress() {
+	e.progMu.Lock()
+	defer e.progMu.Unlock()
 	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.progressLocked()
-}
-
-// progressLocked is progress with mu held: connection events, core
-// completions, then the deferred operations.
-func (e *endpoint) progressLocked() {
 	if !e.enabled {
+		e.unlock()
 		return
 	}
-	e.cmProgress()
-	e.drainCore()
 	if len(e.deferConns) > 0 {
 		e.runDeferred()
 	}
-	if e.coreRW != nil {
-		if v := e.coreRW.Read(); v != e.coreRWSeen {
-			_ = e.Cntr[kit.CntrRemoteWrite].Add(v - e.coreRWSeen)
-			e.coreRWSeen = v
+	cq, rw, meq := e.msgCQ, e.coreRW, e.msgEQ
+	cm := e.pending > 0
+	if now := time.Now(); cm || now.Sub(e.lastCM) >= cmInterval {
+		cm, e.lastCM = true, now
+	}
+	e.unlock()
+	if cm {
+		e.pollCM(meq)
+	}
+	handled := false
+	for {
+		n, err := cq.Read(e.entries[:])
+		var ce *eq.CQError
+		if err == fi.EAVAIL {
+			ce, _ = cq.ReadErr()
 		}
+		if n <= 0 && ce == nil {
+			break
+		}
+		handled = true
+		e.mu.Lock()
+		e.handle(max(n, 0), ce)
+		e.unlock()
+		if ce == nil && n < len(e.entries) {
+			break
+		}
+	}
+	var rwv uint64
+	if rw != nil {
+		rwv = rw.Read()
+	}
+	if handled || (rw != nil && rwv != e.coreRWSeen) {
+		e.mu.Lock()
+		if len(e.deferConns) > 0 {
+			e.runDeferred()
+		}
+		if rw != nil && rwv != e.coreRWSeen && e.coreRW == rw {
+			_ = e.Cntr[kit.CntrRemoteWrite].Add(rwv - e.coreRWSeen)
+			e.coreRWSeen = rwv
+		}
+		e.unlock()
+	}
+}
+
+// handle takes n core completions from entries and an error one; mu is
+// held.
+func (e *endpoint) handle(n int, ce *eq.CQError) {
+	e.taken += uint64(n)
+	for i := range e.entries[:n] {
+		e.completed(&e.entries[i])
+		e.entries[i] = eq.Completion{}
+	}
+	if ce != nil {
+		e.taken++
+		e.failed(ce)
 	}
 }
 
@@ -415,6 +504,8 @@ func (e *endpoint) completed(c *eq.Completion) {
 	case *rndvRecv:
 		x.doneSent(0)
 		e.rndvStep(x)
+	case *dynRx:
+		e.dynDone(x, c.Len, 0)
 	case nil:
 		// The peer's write with remote CQ data (fi_writedata): the
 		// core's receive side reports it as the target's completion.
@@ -441,6 +532,8 @@ func (e *endpoint) failed(ce *eq.CQError) {
 	case *rndvRecv:
 		x.doneSent(codeOf(ce))
 		e.rndvStep(x)
+	case *dynRx:
+		e.dynDone(x, ce.Len, codeOf(ce))
 	}
 }
 
@@ -581,6 +674,7 @@ func (e *endpoint) getBuf() []byte {
 		e.bufs = e.bufs[:k-1]
 		return b
 	}
+	e.nbufs++
 	return make([]byte, 0, e.eager)
 }
 
@@ -589,6 +683,12 @@ func (e *endpoint) putBuf(b []byte) {
 	if cap(b) >= e.eager {
 		e.bufs = append(e.bufs, b[:0])
 	}
+	for i, c := range e.starved {
+		c.starved = false
+		e.wantResume(c) // resumed when mu is let go
+		e.starved[i] = nil
+	}
+	e.starved = e.starved[:0]
 }
 
 // srcOf returns the AV address of connection c's peer, fi.AddrUnspec if
@@ -683,7 +783,7 @@ func (e *endpoint) PostRx(op kit.Op) error {
 		r.src = fi.AddrUnspec
 	}
 	e.mu.Lock()
-	defer e.mu.Unlock()
+	defer e.unlock()
 	switch {
 	case e.closed.Load():
 		return fi.EBADF
@@ -691,7 +791,6 @@ func (e *endpoint) PostRx(op kit.Op) error {
 		return fi.EOPBADSTATE
 	}
 	r.report = !e.RxSel || op.Flags&fi.FlagCompletion != 0
-	e.progressLocked()
 	for i := range e.unexp {
 		u := &e.unexp[i]
 		if !r.matches(u.tagged, u.tag, u.src) {
@@ -700,6 +799,10 @@ func (e *endpoint) PostRx(op kit.Op) error {
 		m := *u
 		e.unexp = append(e.unexp[:i], e.unexp[i+1:]...)
 		e.unexp[len(e.unexp):cap(e.unexp)][0] = unexpected{}
+		if m.dyn != nil {
+			e.takeDyn(&m, &r)
+			return nil
+		}
 		if m.rndv {
 			e.startRndv(m.conn, &r, &m)
 			return nil

@@ -27,9 +27,24 @@
 // own operations that the core refuses for now (fi.EAGAIN) wait in
 // their connection's deferred queue and go, in order, on a later
 // progress. Reading an rxm completion queue or counter reads the core's
-// queues (manual progress); a blocked reader waits on the core
-// completion queue when the queue drives one endpoint, and runs progress
-// every millisecond when it drives several.
+// completion queue (manual progress), and its connections' event queue
+// at every read while a connection is being set up, else every 10 ms
+// (C's FI_OFI_RXM_CM_PROGRESS_INTERVAL); a goroutine per endpoint waits
+// for the peers' connection requests on the listener's own event queue
+// and accepts them at once. A blocked reader waits on the core
+// completion queue when the queue drives one endpoint (waking every
+// 10 ms for the connections' events), and runs progress every
+// millisecond when it drives several.
+//
+// Over a core whose FI_EP_MSG endpoints offer dynamic receive buffers
+// (kit.DynRecv: tcp) and need no registered buffers, rxm posts no bounce
+// receives: the core reads each message's rxm header, rxm matches it and
+// says where the payload goes (the matched receive, or a pooled buffer
+// while unexpected: at most 256 of them, then the connection waits),
+// tagged messages up to the eager limit go in the core's raw tagged form
+// without an rxm header, and there is no SAR; this is C's rxm over tcp
+// (docs/wire-tcp.md §3). Over other cores each connection keeps bounce
+// receives posted.
 //
 // Over a core that needs registered buffers (FI_MR_LOCAL, as verbs), rxm
 // registers its bounce receives and transmit buffers once, in slabs, and

@@ -84,7 +84,9 @@ func (s *epSet) wait(ctx context.Context) error {
 // an entry or ctx ends: it calls SRead with no room for entries, which in
 // the kit's queues (those of gofabric's core providers) waits for an
 // entry and leaves it queued, so that progress takes the entries in
-// their order. It reports false when it could not wait: the core queue
+// their order; while the endpoint has connections it also ends every
+// cmInterval, so that progress reads their events. It reports false when
+// it could not wait: the core queue
 // is gone or failed, operations wait in the deferred queue, or the last
 // such wait ended with nothing for progress to take (a core whose SRead
 // does not wait without room: the caller sleeps a tick rather than
@@ -92,17 +94,26 @@ func (s *epSet) wait(ctx context.Context) error {
 func (e *endpoint) waitCore(ctx context.Context) bool {
 	e.mu.Lock()
 	cq, ok := e.msgCQ, e.enabled && len(e.deferConns) == 0 && !(e.woke && e.wokeAt == e.taken)
-	taken := e.taken
-	e.mu.Unlock()
+	taken, conns := e.taken, len(e.conns) > 0
+	e.unlock()
 	if !ok || cq == nil {
 		return false
 	}
-	_, err := cq.SRead(ctx, e.noEntries[:0])
+	wctx := ctx
+	if conns {
+		// The connections' events (a peer gone, which ends the
+		// rendezvous sends waiting for it) are read by progress: wake
+		// for it every cmInterval.
+		var cancel context.CancelFunc
+		wctx, cancel = context.WithTimeout(ctx, cmInterval)
+		defer cancel()
+	}
+	_, err := cq.SRead(wctx, e.noEntries[:0])
 	woke := err == nil || err == fi.EAVAIL
 	e.mu.Lock()
 	e.woke, e.wokeAt = woke && ctx.Err() == nil, taken
-	e.mu.Unlock()
-	return woke || ctx.Err() != nil
+	e.unlock()
+	return woke || wctx.Err() != nil
 }
 
 // peer is a remote rxm endpoint, by its name (its listener's address).
@@ -112,8 +123,10 @@ type peer struct {
 	// index is ours for the peer: the low half of our conn ids.
 	index uint32
 	// send is the connection messages to the peer go on, nil until one
-	// is connected; out is our connection attempt, nil when none runs.
-	send, out *conn
+	// is connected; out is our connection attempt, nil when none runs;
+	// in is the peer's accepted connection while it is not yet
+	// connected and there is no send (a send waits for it, as C's).
+	send, out, in *conn
 	// A series of connection attempts: a refused one is tried again
 	// from retryAt, backoff after the last, until the fabric's connect
 	// timeout after tryStart; lastErr is why the last series failed, for
@@ -147,6 +160,14 @@ type conn struct {
 	// core with FI_MR_LOCAL.
 	slab fi.MR
 	rx   []rxBuf
+	// dyn is the core endpoint in dynamic receive mode, tag its tagged
+	// operations (the raw tagged form); nil with bounce receives.
+	// inResume says it is on the endpoint's resume list (dynrecv.go).
+	dyn      kit.DynRecv
+	tag      ep.Tagged
+	inResume atomic.Bool
+	// starved says a message waits for an unexpected buffer.
+	starved bool
 }
 
 // deferredOp is an operation in a connection's deferred queue: a
@@ -193,6 +214,7 @@ type txBuf struct {
 	desc   [iovLimit]any
 	msg    ep.Message
 	rmsg   ep.RMAMessage
+	tmsg   ep.TaggedMessage // a raw tagged send (dynrecv.go)
 	rmaIOV [iovLimit]ep.RMAIOV
 	ctx    any
 	flags  fi.Flags
@@ -258,6 +280,9 @@ type unexpected struct {
 	conn   *conn
 	// sar is a segmented message's reassembly: its data so far.
 	sar *sarRx
+	// dyn is the message as a connection in dynamic receive mode
+	// places it (dynrecv.go): it may still be arriving.
+	dyn *dynRx
 }
 
 // endpoint is an rxm FI_EP_RDM endpoint (struct fid_ep; C's struct
@@ -287,7 +312,25 @@ type endpoint struct {
 	coreIOV int
 	// bounces is how many bounce receives each connection keeps posted.
 	bounces int
-	closed  atomic.Bool
+	// dyn says the connections take their messages in dynamic receive
+	// mode (dynrecv.go), decided at Enable.
+	dyn    bool
+	closed atomic.Bool
+	// progMu serializes progress, which reads the core completion queue
+	// without mu (dynrecv.go) and handles its entries in order; Close
+	// takes it before mu.
+	progMu sync.Mutex
+	// The connections whose handler found mu taken, to resume when it
+	// is let go (dynrecv.go): resumeDue says the list has some.
+	resumeDue               atomic.Bool
+	resumeMu                sync.Mutex
+	resumeList, resumeSpare []*conn
+	dynFree                 []*dynRx
+	// nbufs counts the unexpected buffers made (bufs holds the free
+	// ones); in dynamic receive mode at most unexpMax are, and starved
+	// are the connections waiting for one.
+	nbufs   int
+	starved []*conn
 	// cmStop ends the CM goroutine, cmDone says it ended.
 	cmStop context.CancelFunc
 	cmDone sync.WaitGroup
@@ -295,8 +338,16 @@ type endpoint struct {
 	mu      sync.Mutex
 	enabled bool
 	kit.Completions[epSet]
-	av      *kit.AV
-	msgEQ   eq.EventQueue
+	av *kit.AV
+	// msgEQ takes the connections' events, which progress reads (cm.go);
+	// pepEQ the listener's requests, which the CM goroutine waits for.
+	msgEQ eq.EventQueue
+	pepEQ eq.EventQueue
+	// pending counts the connections under way, ours and accepted ones
+	// (peers' out and in): progress reads msgEQ each time while there
+	// are some, else every cmInterval (lastCM).
+	pending int
+	lastCM  time.Time
 	msgCQ   eq.CompletionQueue
 	pep     ep.PassiveEndpoint
 	name    []byte
@@ -410,7 +461,7 @@ func (e *endpoint) Enable() error {
 		return err
 	}
 	e.mu.Lock()
-	defer e.mu.Unlock()
+	defer e.unlock()
 	if e.enabled {
 		return nil
 	}
@@ -436,7 +487,7 @@ func (e *endpoint) Enable() error {
 	ctx, stop := context.WithCancel(context.Background())
 	e.cmStop = stop
 	e.cmDone.Add(1)
-	go e.cmLoop(ctx, e.msgEQ)
+	go e.cmLoop(ctx, e.pepEQ)
 	return nil
 }
 
@@ -445,6 +496,9 @@ func (e *endpoint) Enable() error {
 func (e *endpoint) openCore() error {
 	var err error
 	if e.msgEQ, err = eq.OpenEQ(e.domain.fabric.core, &eq.Attr{}); err != nil {
+		return errors.Wrap(err, "core event queue")
+	}
+	if e.pepEQ, err = eq.OpenEQ(e.domain.fabric.core, &eq.Attr{}); err != nil {
 		return errors.Wrap(err, "core event queue")
 	}
 	if e.msgCQ, err = eq.OpenCQ(e.domain.core, &eq.CQAttr{Format: eq.FormatTagged, Size: 4096}); err != nil {
@@ -458,7 +512,7 @@ func (e *endpoint) openCore() error {
 	if e.pep, err = ep.OpenPassive(e.domain.fabric.core, li); err != nil {
 		return errors.Wrap(err, "core passive endpoint")
 	}
-	if err = e.pep.Bind(e.msgEQ, 0); err != nil {
+	if err = e.pep.Bind(e.pepEQ, 0); err != nil {
 		return errors.Wrap(err, "core passive endpoint")
 	}
 	if bs, ok := e.pep.(ep.BacklogSetter); ok {
@@ -485,6 +539,13 @@ func (e *endpoint) openCore() error {
 	e.msgInfo.SrcAddr = nil
 	if !e.self.Addr().IsUnspecified() {
 		_, e.msgInfo.SrcAddr, _ = fi.SockaddrFromAddrPort(netip.AddrPortFrom(e.self.Addr(), 0))
+	}
+	if e.dyn = e.useDyn(e.msgInfo); e.dyn {
+		// Tagged messages in the core's raw tagged form; no bounce
+		// receives; no SAR (C's rxm with dynamic receive buffers).
+		e.msgInfo.Caps |= fi.CapTagged
+		e.bounces = 0
+		e.sarLimit = e.eager
 	}
 	return nil
 }
@@ -525,6 +586,10 @@ func (e *endpoint) closeCore() {
 		_ = e.msgEQ.Close()
 		e.msgEQ = nil
 	}
+	if e.pepEQ != nil {
+		_ = e.pepEQ.Close()
+		e.pepEQ = nil
+	}
 }
 
 // drainCore takes what the core completion queue holds (C's
@@ -556,7 +621,7 @@ func (e *endpoint) drainCore() {
 // (fi_getname).
 func (e *endpoint) Name(buf []byte) (int, error) {
 	e.mu.Lock()
-	defer e.mu.Unlock()
+	defer e.unlock()
 	if e.name == nil {
 		return 0, errors.Wrapf(fi.EOPBADSTATE, "%s: getname: endpoint not enabled", e.domain.fabric.Prov())
 	}
@@ -578,11 +643,13 @@ func (e *endpoint) Close() error {
 	}
 	e.mu.Lock()
 	stop := e.cmStop
-	e.mu.Unlock()
+	e.unlock()
 	if stop != nil {
 		stop()
 		e.cmDone.Wait()
 	}
+	e.progMu.Lock()
+	defer e.progMu.Unlock()
 	e.mu.Lock()
 	for _, s := range e.Sets {
 		s.Remove(e)
@@ -594,7 +661,7 @@ func (e *endpoint) Close() error {
 	e.recvs = e.recvs[:0]
 	e.unexp = e.unexp[:0]
 	e.enabled = false
-	e.mu.Unlock()
+	e.unlock()
 	e.b.Release()
 	e.domain.Release(kit.KindEndpoint)
 	return nil
@@ -607,7 +674,7 @@ func (e *endpoint) Cancel(ctx any) error {
 		return fi.EBADF
 	}
 	e.mu.Lock()
-	defer e.mu.Unlock()
+	defer e.unlock()
 	for i := range e.recvs {
 		if kit.SameContext(e.recvs[i].ctx, ctx) {
 			r := e.recvs[i]

@@ -46,8 +46,13 @@ func openSideAt(t testing.TB, name []byte) *side { return openSideWith(t, name, 
 // it closes in the function it returns, which runs after the endpoint
 // closes.
 func openSideWith(t testing.TB, name []byte, caps fi.Caps, setup func(dom fi.Domain, e ep.Endpoint) (closeAll func())) *side {
+	return openSideOf(t, testName, name, caps, setup)
+}
+
+// openSideOf is openSideWith over the RDM provider prov.
+func openSideOf(t testing.TB, prov string, name []byte, caps fi.Caps, setup func(dom fi.Domain, e ep.Endpoint) (closeAll func())) *side {
 	hints := &fi.Info{EPAttr: &fi.EPAttr{Type: fi.EPTypeRDM}, Caps: fi.CapMsg | fi.CapTagged | fi.CapSource | fi.CapDirectedRecv | caps,
-		FabricAttr: &fi.FabricAttr{ProvName: testName}}
+		FabricAttr: &fi.FabricAttr{ProvName: prov}}
 	service := "0"
 	if name != nil {
 		ap, _, err := fi.AddrPortFromSockaddr(name)
@@ -57,7 +62,7 @@ func openSideWith(t testing.TB, name []byte, caps fi.Caps, setup func(dom fi.Dom
 	infos, err := fi.GetInfo(context.Background(), "127.0.0.1", service, fi.FlagSource, hints)
 	require.NoError(t, err)
 	info := infos[0]
-	require.Equal(t, testName, info.FabricAttr.ProvName)
+	require.Equal(t, prov, info.FabricAttr.ProvName)
 	fab, err := fi.OpenFabric(info)
 	require.NoError(t, err)
 	dom, err := fab.OpenDomain(info)

@@ -1,6 +1,10 @@
 package rxm
 
-import "time"
+import (
+	"time"
+
+	"github.com/gofabric/gofabric/ep"
+)
 
 // SetDefaultConnTimeout sets the connect timeout rxm uses over a core
 // fabric without ConnTimeout, for fabrics opened until restore runs.
@@ -24,3 +28,25 @@ func SetForceMRLocal(on bool) (restore func()) {
 
 // SARSent returns how many messages went in SAR segments.
 func SARSent() int64 { return sarSent.Load() }
+
+// SetForceBounce makes endpoints opened until restore runs use posted
+// bounce receives over tcp too, instead of its dynamic receive mode.
+func SetForceBounce(on bool) (restore func()) {
+	old := forceBounce
+	forceBounce = on
+	return func() { forceBounce = old }
+}
+
+// SARActive reports whether endpoints opened now over tcp send messages
+// above the eager limit in SAR segments: only with bounce receives (C's
+// rxm turns SAR off with dynamic receive buffers).
+func SARActive() bool { return forceBounce || forceMRLocal }
+
+// UsesDynRecv reports whether rxm endpoint e takes its connections'
+// messages in dynamic receive mode.
+func UsesDynRecv(e ep.Endpoint) bool {
+	x := e.(*endpoint)
+	x.mu.Lock()
+	defer x.unlock()
+	return x.dyn
+}

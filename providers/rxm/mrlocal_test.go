@@ -5,6 +5,8 @@ package rxm_test
 import (
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/gofabric/gofabric/fabtests"
 	"github.com/gofabric/gofabric/providers/rxm"
 )
@@ -24,4 +26,33 @@ func TestRDMMRLocal(t *testing.T) {
 	t.Run("peer-gone", TestRDMPeerGoneAndBack)
 	t.Run("deferred", TestRDMDeferredReads)
 	fabtests.Run(t, fabtests.Config{Provider: testName, Groups: []string{"rdm", "tagged", "rma/rdm", "close", "peer-killed"}})
+}
+
+// TestRDMBounce runs the data tests and fabtests' RDM groups with rxm
+// using posted bounce receives over tcp instead of its dynamic receive
+// mode: the path of any core without kit.DynRecv that sends from
+// unregistered memory (eager payloads sent from the caller's buffers,
+// SAR from 16385 to 131072 bytes).
+func TestRDMBounce(t *testing.T) {
+	defer rxm.SetForceBounce(true)()
+	t.Run("sizes", TestRDMSizes)
+	t.Run("truncation", TestRDMTruncation)
+	t.Run("eager-allocs", TestRDMEagerAllocs)
+	t.Run("deferred", TestRDMDeferredReads)
+	fabtests.Run(t, fabtests.Config{Provider: testName, Groups: []string{"rdm", "tagged", "rma/rdm"}})
+}
+
+// TestRDMReceiveModes: over tcp, whose endpoints implement kit.DynRecv,
+// rxm takes messages in dynamic receive mode (no bounce receives, no SAR,
+// as C's rxm over tcp); with bounce receives forced, or a core that needs
+// registered buffers, it posts bounce receives.
+func TestRDMReceiveModes(t *testing.T) {
+	require.True(t, rxm.UsesDynRecv(openSide(t).e), "over tcp: dynamic receive mode")
+	require.False(t, rxm.SARActive())
+	func() {
+		defer rxm.SetForceBounce(true)()
+		require.False(t, rxm.UsesDynRecv(openSide(t).e), "bounce receives forced")
+	}()
+	defer rxm.SetForceMRLocal(true)()
+	require.False(t, rxm.UsesDynRecv(openSide(t).e), "FI_MR_LOCAL core: registered bounce receives")
 }

@@ -32,14 +32,13 @@ func (e *endpoint) postRMA(op *kit.Op) error {
 		return fi.EINVAL
 	}
 	e.mu.Lock()
-	defer e.mu.Unlock()
+	defer e.unlock()
 	switch {
 	case e.closed.Load():
 		return fi.EBADF
 	case !e.enabled:
 		return fi.EOPBADSTATE
 	}
-	e.progressLocked()
 	c, err := e.connFor(op.Addr)
 	if err != nil {
 		return err
