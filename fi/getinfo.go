@@ -399,7 +399,35 @@ func orderProviders(provs []Provider) ([]Provider, error) {
 	}
 	provs = slices.Clone(provs)
 	slices.SortStableFunc(provs, func(a, b Provider) int { return priority(b) - priority(a) })
-	return provs, nil
+	return layeringsFirst(provs), nil
+}
+
+// layeringsFirst moves each registered layering ("tcp;ofi_rxm") to just
+// before its core provider ("tcp") when that is in provs too, keeping
+// the order otherwise: libfabric lists a utility provider's entries
+// before those of the core it layers over.
+func layeringsFirst(provs []Provider) []Provider {
+	names := make(map[string]bool, len(provs))
+	for _, p := range provs {
+		names[strings.ToLower(p.Name())] = true
+	}
+	moved := func(p Provider) bool {
+		n := p.Name()
+		return strings.Contains(n, ";") && names[strings.ToLower(CoreProviderName(n))]
+	}
+	out := make([]Provider, 0, len(provs))
+	for _, p := range provs {
+		if moved(p) {
+			continue
+		}
+		for _, l := range provs {
+			if moved(l) && strings.EqualFold(CoreProviderName(l.Name()), p.Name()) {
+				out = append(out, l)
+			}
+		}
+		out = append(out, p)
+	}
+	return out
 }
 
 func priority(p Provider) int {

@@ -212,6 +212,19 @@ func TestGetInfoOrder(t *testing.T) {
 	require.Equal(t, []string{"b", "a", "c", "z"}, giProvNames(infos), "registry ties go by name")
 }
 
+// TestGetInfoLayeringBeforeCore: a registered layering ("tcp;ofi_rxm")
+// is asked just before its core provider, wherever names or priorities
+// put it, as C lists ofi_rxm's entries before the core's; one whose core
+// is not registered keeps its place.
+func TestGetInfoLayeringBeforeCore(t *testing.T) {
+	t.Setenv("FI_PROVIDER", "")
+	fi.SetRegistryForTest(t, newGIProv("tcp"), newGIProv("a"), newGIProv("tcp;ofi_rxm"), newGIProv("shm"),
+		newGIProv("zz;ofi_rxm"), giPrioProv{newGIProv("verbs;ofi_rxm"), 3}, newGIProv("verbs"))
+	infos, err := fi.GetInfo(context.Background(), "", "", 0, nil)
+	require.NoError(t, err)
+	require.Equal(t, []string{"a", "shm", "tcp;ofi_rxm", "tcp", "verbs;ofi_rxm", "verbs", "zz;ofi_rxm"}, giProvNames(infos))
+}
+
 func TestGetInfoRegistry(t *testing.T) {
 	t.Setenv("FI_PROVIDER", "")
 	tcp := newGIProv("tcp")

@@ -89,3 +89,19 @@ type DynRecv interface {
 	// handler later.
 	Resume()
 }
+
+// DynRecvCompleter may be implemented by a [DynRecvHandler] that can take
+// a message's successful completion at once, in the endpoint's progress,
+// instead of from the endpoint's completion queue: a layer then skips
+// one queue's write and read per message. DynCompleted is called, with
+// the endpoint's lock held and under the same rules as Arrived, when the
+// Rest of a message is all in, with the context Arrived gave and the
+// bytes placed; when it reports true the endpoint writes no completion
+// queue entry for the message (its receive counter still counts it), and
+// when it reports false the entry is written as without this interface.
+// Error completions always go to the completion queue. A handler that
+// takes some completions at once and leaves others to the queue keeps
+// their order itself.
+type DynRecvCompleter interface {
+	DynCompleted(ctx any, n int) bool
+}

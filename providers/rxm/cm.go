@@ -1,6 +1,7 @@
 package rxm
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"net/netip"
@@ -62,9 +63,15 @@ func (e *endpoint) cmLoop(ctx context.Context, q eq.EventQueue) {
 // data progress too, which the completion queue's read does already.
 const cmInterval = 10 * time.Millisecond
 
+// cmPollMask: progress looks at the clock for cmInterval once in
+// cmPollMask+1 runs.
+const cmPollMask = 63
+
 // pollCM handles the events in q, the connections' event queue, read
-// without mu (the core's progress may call Arrived) and handled with it.
-func (e *endpoint) pollCM(q eq.EventQueue) {
+// without mu (the core's progress may call Arrived) and handled with it;
+// it reports whether there were any.
+func (e *endpoint) pollCM(q eq.EventQueue) bool {
+	got := false
 	for {
 		ev, err := q.Read()
 		var ee *eq.EQError
@@ -73,11 +80,12 @@ func (e *endpoint) pollCM(q eq.EventQueue) {
 		case err == fi.EAVAIL:
 			var rerr error
 			if ee, rerr = q.ReadErr(); rerr != nil || ee == nil {
-				return
+				return got
 			}
 		default:
-			return
+			return got
 		}
+		got = true
 		e.mu.Lock()
 		if e.enabled && e.msgEQ == q {
 			if ee != nil {
@@ -109,21 +117,22 @@ func (e *endpoint) cmEvent(ev eq.Event) {
 				return
 			}
 			c.remoteID, c.idKnown = rxmwire.ConnIndex(rec.ConnID), true
+			p.pid, p.pidKnown = rxmwire.ConnPID(rec.ConnID), true
 			p.out = nil
-			e.pending--
+			e.pending.Add(-1)
 			p.endSeries()
 		}
 		c.connected = true
 		if p.in == c {
 			p.in = nil
-			e.pending--
+			e.pending.Add(-1)
 		}
 		if p.send == nil {
 			p.send = c
 		}
 	case *eq.Shutdown:
 		if c := e.conns[x.Fid]; c != nil {
-			e.dropConn(c, fi.ECANCELED)
+			e.dropConn(c, lostWith(c))
 		}
 	}
 }
@@ -169,9 +178,17 @@ func (p *peer) endSeries() {
 	p.tryStart, p.retryAt, p.backoff = time.Time{}, time.Time{}, 0
 }
 
-// onRequest accepts a peer's connection request with an accept record,
-// or rejects one whose connect record is bad (C's rxm_handle_conn_req);
-// mu is held.
+// onRequest answers a peer's connection request (C's
+// rxm_handle_conn_req; docs/wire-tcp.md §3.2, the acceptor's rules): a
+// bad connect record is rejected with reason 1. While our own attempt to
+// the peer is under way, the names decide: a peer whose name is lower
+// than ours is rejected with reason 2 (ours wins), a higher one wins
+// (our attempt is abandoned), our own name (a loopback connection) is
+// accepted. A peer we have a connection with is rejected with reason 2
+// when its process is the one we know or the connection is alive (a
+// duplicate, or another process claiming its address); a restarted peer
+// replaces its dead connection. Everything else is accepted with an
+// accept record. mu is held.
 func (e *endpoint) onRequest(req *eq.ConnReq) {
 	var rec rxmwire.ConnectRecord
 	if err := rxmwire.ParseConnect(req.Data, uint32(e.eager), &rec); err != nil {
@@ -184,6 +201,28 @@ func (e *endpoint) onRequest(req *eq.ConnReq) {
 		return
 	}
 	p := e.peerFor(netip.AddrPortFrom(ap.Addr().Unmap(), rec.Port))
+	pid := rxmwire.ConnPID(rec.ConnID)
+	switch {
+	case p.out != nil:
+		switch cmpName(p.addr, e.self) {
+		case -1:
+			_ = e.pep.Reject(req.Info.Handle, rxmwire.AppendReject(nil, rxmwire.RejectConnected))
+			return
+		case 1:
+			e.dropConn(p.out, fi.ECANCELED) // theirs wins: ours goes quietly
+			p.endSeries()
+		}
+	case p.send != nil || p.in != nil:
+		old := p.send
+		if old == nil {
+			old = p.in
+		}
+		if (p.pidKnown && p.pid == pid) || alive(old) {
+			_ = e.pep.Reject(req.Info.Handle, rxmwire.AppendReject(nil, rxmwire.RejectConnected))
+			return
+		}
+		e.dropConn(old, fi.ECONNRESET) // the peer restarted
+	}
 	if e.dyn {
 		req.Info.Caps |= fi.CapTagged // the raw tagged form, as our own connections
 	}
@@ -193,6 +232,7 @@ func (e *endpoint) onRequest(req *eq.ConnReq) {
 		return
 	}
 	c.remoteID, c.idKnown = rxmwire.ConnIndex(rec.ConnID), true
+	p.pid, p.pidKnown = pid, true
 	acc := rxmwire.AcceptRecord{ConnID: rxmwire.MakeConnID(e.pid, p.index), RxSize: rxmwire.RxSize, FlowCtrl: rxmwire.FlowCtrlOff}
 	if err := c.cm.Accept(rxmwire.AppendAccept(nil, &acc)); err != nil {
 		e.dropConn(c, fi.ECANCELED)
@@ -200,6 +240,39 @@ func (e *endpoint) onRequest(req *eq.ConnReq) {
 	}
 	if p.send == nil && p.in == nil {
 		p.in = c
-		e.pending++
+		e.pending.Add(1)
 	}
+}
+
+// cmpName compares two endpoint names as C's rxm compares the sockaddrs
+// of a simultaneous connect (a memcmp of the address bytes, then of the
+// port, both in network order): -1, 0 or 1.
+func cmpName(a, b netip.AddrPort) int {
+	if c := a.Addr().Unmap().Compare(b.Addr().Unmap()); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Port(), b.Port())
+}
+
+// alive reports whether connection c still stands, as far as its core
+// endpoint can tell without waiting for its eq.Shutdown (tcp: the
+// socket's state); a core that cannot tell counts as alive. mu is held.
+func alive(c *conn) bool {
+	if c.closed {
+		return false
+	}
+	a, ok := c.ep.(interface{ Alive() bool })
+	return !ok || a.Alive()
+}
+
+// lostWith returns the code operations waiting on lost connection c fail
+// with: the core endpoint's reason when it tells one (tcp: fi.ETIMEDOUT
+// for a peer that stopped answering), else fi.ECANCELED.
+func lostWith(c *conn) fi.Errno {
+	if l, ok := c.ep.(interface{ LostWith() fi.Errno }); ok {
+		if code := l.LostWith(); code != 0 {
+			return code
+		}
+	}
+	return fi.ECANCELED
 }

@@ -201,18 +201,22 @@ func (tx *txBuf) reset() {
 // then, or for another failure, the next send returns the error, once,
 // and the one after starts a new series.
 func (e *endpoint) connFor(addr fi.Addr) (*conn, error) {
-	if e.av == nil {
-		return nil, fi.EINVAL
+	p := e.cachedPeer(addr)
+	if p == nil {
+		if e.av == nil {
+			return nil, fi.EINVAL
+		}
+		name, ok := e.av.Addr(addr)
+		if !ok {
+			return nil, fi.EINVAL
+		}
+		ap, _, err := fi.AddrPortFromSockaddr(name)
+		if err != nil {
+			return nil, fi.EINVAL
+		}
+		p = e.peerFor(ap)
+		e.cachePeer(addr, p)
 	}
-	name, ok := e.av.Addr(addr)
-	if !ok {
-		return nil, fi.EINVAL
-	}
-	ap, _, err := fi.AddrPortFromSockaddr(name)
-	if err != nil {
-		return nil, fi.EINVAL
-	}
-	p := e.peerFor(ap)
 	if p.send != nil {
 		return p.send, nil
 	}
@@ -236,12 +240,12 @@ func (e *endpoint) connFor(addr fi.Addr) (*conn, error) {
 	}
 	rec := rxmwire.ConnectRecord{Port: e.self.Port(), FlowCtrl: rxmwire.FlowCtrlOff, EagerLimit: uint32(e.eager),
 		RxSize: rxmwire.RxSize, ConnID: rxmwire.MakeConnID(e.pid, p.index)}
-	if err := c.cm.Connect(name, rxmwire.AppendConnect(nil, &rec)); err != nil {
+	if err := c.cm.Connect(p.name, rxmwire.AppendConnect(nil, &rec)); err != nil {
 		e.dropConn(c, fi.ECANCELED)
 		return nil, err
 	}
 	p.out = c
-	e.pending++
+	e.pending.Add(1)
 	return nil, fi.EAGAIN
 }
 
@@ -354,11 +358,11 @@ func (e *endpoint) dropConn(c *conn, code fi.Errno) {
 		}
 		if p.out == c {
 			p.out = nil
-			e.pending--
+			e.pending.Add(-1)
 		}
 		if p.in == c {
 			p.in = nil
-			e.pending--
+			e.pending.Add(-1)
 		}
 	}
 	_ = c.ep.Close()
@@ -416,36 +420,36 @@ func (e *endpoint) dropConn(c *conn, code fi.Errno) {
 // Arrived, dynrecv.go) and handled with it, then the deferred operations
 // those let go.
 func (e *endpoint) progress() {
-	e.progMu.Lock()
-	defer e.progMu.Unlock()
-	e.mu.Lock()
-	if !e.enabled {
-		e.unlock()
+	r := e.refs.Load()
+	if r == nil {
 		return
 	}
-	if len(e.deferConns) > 0 {
-		e.runDeferred()
+	e.progMu.Lock()
+	defer e.progMu.Unlock()
+	if e.refs.Load() != r {
+		return // closed meanwhile
 	}
-	cq, rw, meq := e.msgCQ, e.coreRW, e.msgEQ
-	cm := e.pending > 0
-	if now := time.Now(); cm || now.Sub(e.lastCM) >= cmInterval {
-		cm, e.lastCM = true, now
+	// The connections' events: at every run while a connection is being
+	// set up, else every cmInterval (looked at every cmPollMask+1 runs,
+	// which spares a busy-polling reader the clock), or when a blocked
+	// reader's timed wake asks.
+	e.polls++
+	busy := false
+	if e.pending.Load() > 0 || e.cmDue.Swap(false) ||
+		(e.polls&cmPollMask == 0 && time.Since(e.lastCM) >= cmInterval) {
+		e.lastCM = time.Now()
+		busy = e.pollCM(r.eq)
 	}
-	e.unlock()
-	if cm {
-		e.pollCM(meq)
-	}
-	handled := false
 	for {
-		n, err := cq.Read(e.entries[:])
+		n, err := r.cq.Read(e.entries[:])
 		var ce *eq.CQError
 		if err == fi.EAVAIL {
-			ce, _ = cq.ReadErr()
+			ce, _ = r.cq.ReadErr()
 		}
 		if n <= 0 && ce == nil {
 			break
 		}
-		handled = true
+		busy = true
 		e.mu.Lock()
 		e.handle(max(n, 0), ce)
 		e.unlock()
@@ -454,15 +458,17 @@ func (e *endpoint) progress() {
 		}
 	}
 	var rwv uint64
-	if rw != nil {
-		rwv = rw.Read()
+	if r.rw != nil {
+		rwv = r.rw.Read()
 	}
-	if handled || (rw != nil && rwv != e.coreRWSeen) {
+	if busy || (r.rw != nil && rwv != e.coreRWSeen) {
+		// Deferred operations wait for room in the core's queues, which
+		// completions make, or for a connection, which events bring.
 		e.mu.Lock()
 		if len(e.deferConns) > 0 {
 			e.runDeferred()
 		}
-		if rw != nil && rwv != e.coreRWSeen && e.coreRW == rw {
+		if r.rw != nil && rwv != e.coreRWSeen && e.coreRW == r.rw {
 			_ = e.Cntr[kit.CntrRemoteWrite].Add(rwv - e.coreRWSeen)
 			e.coreRWSeen = rwv
 		}
@@ -505,6 +511,7 @@ func (e *endpoint) completed(c *eq.Completion) {
 		x.doneSent(0)
 		e.rndvStep(x)
 	case *dynRx:
+		x.c.viaCQ.Add(-1)
 		e.dynDone(x, c.Len, 0)
 	case nil:
 		// The peer's write with remote CQ data (fi_writedata): the
@@ -611,7 +618,8 @@ func (e *endpoint) arrived(rx *rxBuf, n int) {
 		return
 	}
 	var h rxmwire.Header
-	if n < rxmwire.HeaderSize || rxmwire.ParseHeader(rx.buf[:n], uint64(n-rxmwire.HeaderSize), &h) != nil {
+	if n < rxmwire.HeaderSize || rxmwire.ParseHeader(rx.buf[:n], uint64(n-rxmwire.HeaderSize), &h) != nil ||
+		h.ConnID != uint64(c.peer.index) {
 		e.dropConn(c, fi.EIO)
 		return
 	}
@@ -656,8 +664,7 @@ func (e *endpoint) arrivedEager(c *conn, h *rxmwire.Header, payload []byte) {
 	src := e.srcOf(c)
 	tagged := h.Op == rxmwire.OpTagged
 	if i := e.match(tagged, h.Tag, src); i >= 0 {
-		r := e.recvs[i]
-		e.recvs = append(e.recvs[:i], e.recvs[i+1:]...)
+		r := e.unpost(i)
 		e.deliver(&r, payload, src, tagged, h.Tag, h.HasCQData(), h.Data)
 		return
 	}
@@ -696,6 +703,12 @@ func (e *endpoint) putBuf(b []byte) {
 func (e *endpoint) srcOf(c *conn) fi.Addr {
 	if e.av == nil || c.peer == nil {
 		return fi.AddrUnspec
+	}
+	if v := e.av.Version() + 1; c.srcVer == v {
+		return c.src
+	} else if c.peer.name != nil {
+		c.src, c.srcVer = e.av.Find(c.peer.name), v
+		return c.src
 	}
 	if c.peer.name == nil {
 		return fi.AddrUnspec
@@ -815,9 +828,65 @@ func (e *endpoint) PostRx(op kit.Op) error {
 		e.putBuf(m.data)
 		return nil
 	}
-	if len(e.recvs) >= e.rxSize {
+	// rx_attr.size receives of each kind, untagged and tagged, as C's
+	// rxm keeps two receive queues.
+	if n := e.nrecv[boolIndex(r.tagged)]; n >= e.rxSize {
 		return fi.EAGAIN
 	}
+	e.nrecv[boolIndex(r.tagged)]++
 	e.recvs = append(e.recvs, r)
 	return nil
+}
+
+// peerCacheMax bounds the AV addresses whose peers connFor remembers.
+const peerCacheMax = 1 << 16
+
+// cachedPeer returns the peer of AV address addr that connFor found
+// last, nil when it has none or the AV changed since; mu is held.
+func (e *endpoint) cachedPeer(addr fi.Addr) *peer {
+	if e.av == nil || uint64(addr) >= uint64(len(e.peerCache)) || e.peerCacheVer != e.av.Version() {
+		return nil
+	}
+	return e.peerCache[addr]
+}
+
+// cachePeer remembers p as the peer of AV address addr; mu is held.
+func (e *endpoint) cachePeer(addr fi.Addr, p *peer) {
+	if uint64(addr) >= peerCacheMax {
+		return
+	}
+	if v := e.av.Version(); e.peerCacheVer != v {
+		clear(e.peerCache)
+		e.peerCacheVer = v
+	}
+	if int(addr) >= len(e.peerCache) {
+		e.peerCache = append(e.peerCache, make([]*peer, int(addr)+1-len(e.peerCache))...)
+	}
+	e.peerCache[addr] = p
+}
+
+// boolIndex is 1 for true, 0 for false.
+func boolIndex(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// unpost removes posted receive i, which a message took or a cancel
+// ended; mu is held.
+func (e *endpoint) unpost(i int) posted {
+	r := e.recvs[i]
+	e.recvs = append(e.recvs[:i], e.recvs[i+1:]...)
+	e.nrecv[boolIndex(r.tagged)]--
+	return r
+}
+
+// repostFront posts r again ahead of every other receive, as if no
+// message had taken it; mu is held.
+func (e *endpoint) repostFront(r *posted) {
+	e.recvs = append(e.recvs, posted{})
+	copy(e.recvs[1:], e.recvs)
+	e.recvs[0] = *r
+	e.nrecv[boolIndex(r.tagged)]++
 }

@@ -183,6 +183,11 @@ func (e *endpoint) Arrived(a *kit.Arrival) ([][]byte, any, error) {
 		e.putDyn(d)
 		return nil, nil, fi.EIO
 	}
+	if h.ConnID != uint64(c.peer.index) {
+		// conn_id is our index for the peer, from our record.
+		e.putDyn(d)
+		return nil, nil, fi.EIO
+	}
 	d.tagged, d.tag, d.size = h.Op == rxmwire.OpTagged, h.Tag, h.Size
 	d.hasCQ, d.cqData = h.HasCQData(), h.Data
 	switch h.Type {
@@ -201,8 +206,7 @@ func (e *endpoint) Arrived(a *kit.Arrival) ([][]byte, any, error) {
 		d.kind, d.msgID = dynRndv, h.MsgID
 		// Matched now, in arrival order; read once the descriptor is in.
 		if i := e.match(d.tagged, d.tag, d.src); i >= 0 {
-			d.r, d.matched = e.recvs[i], true
-			e.recvs = append(e.recvs[:i], e.recvs[i+1:]...)
+			d.r, d.matched = e.unpost(i), true
 		} else {
 			e.unexp = append(e.unexp, unexpected{src: d.src, tagged: d.tagged, tag: d.tag, cqData: d.cqData,
 				hasCQ: d.hasCQ, rndv: true, size: d.size, msgID: d.msgID, conn: c, dyn: d})
@@ -224,8 +228,7 @@ func (e *endpoint) Arrived(a *kit.Arrival) ([][]byte, any, error) {
 // pooled buffer behind an unexpected entry. mu is held.
 func (e *endpoint) dynPlace(d *dynRx) ([][]byte, any, error) {
 	if i := e.match(d.tagged, d.tag, d.src); i >= 0 {
-		d.r, d.matched = e.recvs[i], true
-		e.recvs = append(e.recvs[:i], e.recvs[i+1:]...)
+		d.r, d.matched = e.unpost(i), true
 		return d.r.iov[:d.r.niov], d, nil
 	}
 	if len(e.bufs) == 0 && e.nbufs >= unexpMax {
@@ -285,8 +288,10 @@ func (e *endpoint) dynDone(d *dynRx, n int, code fi.Errno) {
 		}
 	case dynRndv:
 		if rxmwire.ParseRndv(d.small[:n], d.size, &d.desc) != nil {
+			// A bad descriptor breaks the connection; the receive it
+			// matched waits for another message, first in line again.
 			if d.matched {
-				e.rxFailed(&eq.CQError{Context: d.r.ctx, Flags: recvFlags(d.tagged), Err: fi.EIO})
+				e.repostFront(&d.r)
 			} else {
 				e.dropUnexp(d)
 			}
@@ -426,4 +431,24 @@ func (e *endpoint) sendRawTagged(c *conn, tx *txBuf, op *kit.Op, inject bool) er
 		return transient(err)
 	}
 	return nil
+}
+
+// DynCompleted takes the completion of a matched eager message at once
+// (kit.DynRecvCompleter), when mu is free and none of its connection's
+// earlier messages waits in the core completion queue (viaCQ), so that
+// their order holds; otherwise the core queue brings it. It runs in the
+// core's progress with the core endpoint's lock held, as Arrived does.
+func (e *endpoint) DynCompleted(ctx any, n int) bool {
+	d, ok := ctx.(*dynRx)
+	if !ok {
+		return false
+	}
+	if d.kind != dynEager || !d.matched || d.buf != nil || d.c.viaCQ.Load() != 0 || !e.mu.TryLock() {
+		d.c.viaCQ.Add(1)
+		return false
+	}
+	e.rxComplete(d.r.ctx, d.r.report, d.flags(), n, d.size, d.data(), d.tagOut(), d.src)
+	e.putDyn(d)
+	e.unlock()
+	return true
 }

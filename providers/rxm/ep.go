@@ -110,18 +110,31 @@ func (e *endpoint) waitCore(ctx context.Context) bool {
 	}
 	_, err := cq.SRead(wctx, e.noEntries[:0])
 	woke := err == nil || err == fi.EAVAIL
+	if !woke && ctx.Err() == nil {
+		e.cmDue.Store(true) // the timed wake: progress reads the events
+	}
 	e.mu.Lock()
 	e.woke, e.wokeAt = woke && ctx.Err() == nil, taken
 	e.unlock()
 	return woke || wctx.Err() != nil
 }
 
+// coreRefs are the core queues progress reads.
+type coreRefs struct {
+	cq eq.CompletionQueue
+	rw eq.Counter
+	eq eq.EventQueue
+}
+
 // peer is a remote rxm endpoint, by its name (its listener's address).
 type peer struct {
 	addr netip.AddrPort
 	name []byte // addr as a sockaddr, as the AV holds it
-	// index is ours for the peer: the low half of our conn ids.
-	index uint32
+	// index is ours for the peer: the low half of our conn ids. pid is
+	// the peer's process id from its last record (pidKnown).
+	index    uint32
+	pid      uint32
+	pidKnown bool
 	// send is the connection messages to the peer go on, nil until one
 	// is connected; out is our connection attempt, nil when none runs;
 	// in is the peer's accepted connection while it is not yet
@@ -166,8 +179,15 @@ type conn struct {
 	dyn      kit.DynRecv
 	tag      ep.Tagged
 	inResume atomic.Bool
+	// viaCQ counts its messages whose completions wait in the core
+	// completion queue (DynCompleted declined them).
+	viaCQ atomic.Int32
 	// starved says a message waits for an unexpected buffer.
 	starved bool
+	// src is the peer's AV address (srcOf) while the AV's version is
+	// srcVer-1.
+	src    fi.Addr
+	srcVer uint64
 }
 
 // deferredOp is an operation in a connection's deferred queue: a
@@ -312,6 +332,8 @@ type endpoint struct {
 	coreIOV int
 	// bounces is how many bounce receives each connection keeps posted.
 	bounces int
+	// nrecv counts the posted receives, untagged and tagged.
+	nrecv [2]int
 	// dyn says the connections take their messages in dynamic receive
 	// mode (dynrecv.go), decided at Enable.
 	dyn    bool
@@ -339,6 +361,10 @@ type endpoint struct {
 	enabled bool
 	kit.Completions[epSet]
 	av *kit.AV
+	// peerCache maps AV addresses to their peers (connFor) while the AV
+	// is at version peerCacheVer.
+	peerCache    []*peer
+	peerCacheVer uint64
 	// msgEQ takes the connections' events, which progress reads (cm.go);
 	// pepEQ the listener's requests, which the CM goroutine waits for.
 	msgEQ eq.EventQueue
@@ -346,8 +372,15 @@ type endpoint struct {
 	// pending counts the connections under way, ours and accepted ones
 	// (peers' out and in): progress reads msgEQ each time while there
 	// are some, else every cmInterval (lastCM).
-	pending int
+	pending atomic.Int32
+	// Progress's own state, under progMu: the core queues it reads
+	// (refs, set at Enable, nil once closed), its count of runs (polls)
+	// and when it last read msgEQ (lastCM); cmDue asks the next run to
+	// read it (a blocked reader's timed wake).
+	refs    atomic.Pointer[coreRefs]
+	polls   uint32
 	lastCM  time.Time
+	cmDue   atomic.Bool
 	msgCQ   eq.CompletionQueue
 	pep     ep.PassiveEndpoint
 	name    []byte
@@ -481,6 +514,7 @@ func (e *endpoint) Enable() error {
 		}
 	}
 	e.enabled = true
+	e.refs.Store(&coreRefs{cq: e.msgCQ, rw: e.coreRW, eq: e.msgEQ})
 	for _, s := range e.Sets {
 		s.Add(e)
 	}
@@ -628,9 +662,26 @@ func (e *endpoint) Name(buf []byte) (int, error) {
 	return kit.CopyName(buf, e.name)
 }
 
-// SetName is not supported (fi_setname): the name is the listener's.
-func (e *endpoint) SetName([]byte) error {
-	return errors.Wrapf(fi.ENOSYS, "%s: setname", e.domain.fabric.Prov())
+// SetName sets the address the endpoint listens on, its name, before
+// Enable (fi_setname; C's rxm binds its listener there): a sockaddr of
+// the core's format, port 0 for one of the system's choosing.
+// fi.EOPBADSTATE once enabled, fi.EINVAL for an address that is no
+// sockaddr.
+func (e *endpoint) SetName(addr []byte) error {
+	prov := e.domain.fabric.Prov()
+	if e.closed.Load() {
+		return fi.EBADF
+	}
+	if _, _, err := fi.AddrPortFromSockaddr(addr); err != nil {
+		return errors.Wrapf(fi.EINVAL, "%s: setname: %v", prov, err)
+	}
+	e.mu.Lock()
+	defer e.unlock()
+	if e.enabled {
+		return errors.Wrapf(fi.EOPBADSTATE, "%s: setname: the endpoint is enabled (its listener is bound)", prov)
+	}
+	e.info.SrcAddr = append([]byte(nil), addr...)
+	return nil
 }
 
 // Close closes the endpoint (fi_close; C's rxm_ep_close): its
@@ -650,6 +701,7 @@ func (e *endpoint) Close() error {
 	}
 	e.progMu.Lock()
 	defer e.progMu.Unlock()
+	e.refs.Store(nil)
 	e.mu.Lock()
 	for _, s := range e.Sets {
 		s.Remove(e)
@@ -659,6 +711,7 @@ func (e *endpoint) Close() error {
 		e.rxFailed(&eq.CQError{Context: r.ctx, Flags: recvFlags(r.tagged), Err: fi.ECANCELED})
 	}
 	e.recvs = e.recvs[:0]
+	e.nrecv = [2]int{}
 	e.unexp = e.unexp[:0]
 	e.enabled = false
 	e.unlock()
@@ -677,8 +730,7 @@ func (e *endpoint) Cancel(ctx any) error {
 	defer e.unlock()
 	for i := range e.recvs {
 		if kit.SameContext(e.recvs[i].ctx, ctx) {
-			r := e.recvs[i]
-			e.recvs = append(e.recvs[:i], e.recvs[i+1:]...)
+			r := e.unpost(i)
 			e.rxFailed(&eq.CQError{Context: r.ctx, Flags: recvFlags(r.tagged), Err: fi.ECANCELED})
 			return nil
 		}

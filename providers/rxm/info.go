@@ -287,6 +287,10 @@ func badHints(hints *fi.Info) string {
 	if rx := hints.RxAttr; rx != nil && rx.Size < 0 {
 		return "rx size " + strconv.Itoa(rx.Size) + " not supported"
 	}
+	if hints.Caps&fi.CapMultiRecv != 0 || (hints.RxAttr != nil &&
+		(hints.RxAttr.Caps&fi.CapMultiRecv != 0 || hints.RxAttr.OpFlags&fi.FlagMultiRecv != 0)) {
+		return "FI_MULTI_RECV (multi-receive buffers) is not implemented by gofabric's rxm (C's rxm offers it)"
+	}
 	return ""
 }
 

@@ -134,8 +134,7 @@ func (e *endpoint) arrivedRndv(c *conn, h *rxmwire.Header, body []byte) bool {
 		return false
 	}
 	if i := e.match(m.tagged, m.tag, m.src); i >= 0 {
-		r := e.recvs[i]
-		e.recvs = append(e.recvs[:i], e.recvs[i+1:]...)
+		r := e.unpost(i)
 		e.startRndv(c, &r, &m)
 		return true
 	}

@@ -245,8 +245,7 @@ func (e *endpoint) arrivedSeg(c *conn, h *rxmwire.Header, payload []byte) bool {
 		s.cqData, s.hasCQ = h.Data, h.HasCQData()
 		c.sars = append(c.sars, s)
 		if i := e.match(s.tagged, s.tag, s.src); i >= 0 {
-			s.r, s.matched = e.recvs[i], true
-			e.recvs = append(e.recvs[:i], e.recvs[i+1:]...)
+			s.r, s.matched = e.unpost(i), true
 		} else {
 			s.data = e.getSarBuf()
 			e.unexp = append(e.unexp, unexpected{src: s.src, tagged: s.tagged, tag: s.tag, sar: s})

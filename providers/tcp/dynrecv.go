@@ -35,7 +35,9 @@ const dynMaxPrefix = 4096
 
 // dynRecv is an endpoint's dynamic receive state, under its mu.
 type dynRecv struct {
-	h      kit.DynRecvHandler
+	h kit.DynRecvHandler
+	// done is h as a kit.DynRecvCompleter, nil when it is none.
+	done   kit.DynRecvCompleter
 	cookie any
 	prefix []byte      // prefixLen bytes: the prefix of the message in hand
 	n      int         // prefix bytes of the message in hand
@@ -75,6 +77,7 @@ func (e *endpoint) SetDynRecv(h kit.DynRecvHandler, cookie any, prefixLen int) e
 		return errors.Wrapf(fi.EOPBADSTATE, "tcp: set dynamic receive: %d receives are posted", e.dp.recvCount)
 	}
 	e.dp.dyn = &dynRecv{h: h, cookie: cookie, prefix: make([]byte, prefixLen)}
+	e.dp.dyn.done, _ = h.(kit.DynRecvCompleter)
 	e.dp.tagged = e.info.Caps&fi.CapTagged != 0
 	e.dp.watched = true
 	return nil
@@ -191,7 +194,9 @@ func (d *dataPath) dynFlags() (fi.Flags, uint64, uint64) {
 // discarded) with the handler's context.
 func (d *dataPath) dynFinish(e *endpoint) {
 	flags, tag, data := d.dynFlags()
-	if e.RxCQ != nil {
+	if y := d.dyn; y.done != nil && y.done.DynCompleted(y.ctx, d.placed) {
+		// The handler took the completion (kit.DynRecvCompleter).
+	} else if e.RxCQ != nil {
 		_ = e.RxCQ.CompleteOverflow(eq.Completion{Context: d.dyn.ctx, Flags: flags, Len: d.placed, Data: data, Tag: tag}, fi.AddrUnspec)
 	}
 	if k := e.Cntr[kit.CntrRecv]; k != nil {

@@ -285,6 +285,14 @@ func (e *endpoint) Shutdown(flags fi.Flags) error {
 	return nil
 }
 
+// LostWith returns why the connection was lost: fi.ETIMEDOUT when the peer
+// stopped answering (FI_TCP_USER_TIMEOUT, keepalive), fi.ECANCELED for
+// any other loss, 0 while it stands. The eq.Shutdown of a lost connection
+// carries no reason; a layer over this provider (providers/rxm) fails the
+// operations it had waiting on the connection with this one, as the
+// endpoint's own pending operations failed.
+func (e *endpoint) LostWith() fi.Errno { return fi.Errno(e.lostWith.Load()) }
+
 // Alive reports whether the connection may still carry data: it is being
 // set up (connecting, or opened for a request and not yet accepted or
 // accepting), or its socket has neither an error nor the peer's end of
