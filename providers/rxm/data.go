@@ -119,13 +119,7 @@ func (e *endpoint) postTx(op *kit.Op) error {
 	} else if inject {
 		// The caller's buffer is its own again on return: copy it.
 		k := copy(tx.inline[:], tx.hdr[:rxmwire.HeaderSize])
-		if op.IOV == nil {
-			k += copy(tx.inline[k:], op.Buf)
-		} else {
-			for _, b := range op.IOV {
-				k += copy(tx.inline[k:], b)
-			}
-		}
+		k += copyOut(tx.inline[k:], op)
 		tx.iov[0] = tx.inline[:k]
 	} else if op.IOV == nil {
 		tx.iov[1] = op.Buf
@@ -889,4 +883,17 @@ func (e *endpoint) repostFront(r *posted) {
 	copy(e.recvs[1:], e.recvs)
 	e.recvs[0] = *r
 	e.nrecv[boolIndex(r.tagged)]++
+}
+
+// copyOut copies the bytes of op's buffer, or of its iov in order, into
+// dst and returns how many fit.
+func copyOut(dst []byte, op *kit.Op) int {
+	if op.IOV == nil {
+		return copy(dst, op.Buf)
+	}
+	k := 0
+	for _, b := range op.IOV {
+		k += copy(dst[k:], b)
+	}
+	return k
 }

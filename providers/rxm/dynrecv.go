@@ -404,15 +404,7 @@ func (e *endpoint) sendRawTagged(c *conn, tx *txBuf, op *kit.Op, inject bool) er
 	switch {
 	case inject:
 		// The caller's buffer is its own again on return: copy it.
-		k := 0
-		if op.IOV == nil {
-			k = copy(tx.inline[:], op.Buf)
-		} else {
-			for _, b := range op.IOV {
-				k += copy(tx.inline[k:], b)
-			}
-		}
-		tx.iov[0], n = tx.inline[:k], 1
+		tx.iov[0], n = tx.inline[:copyOut(tx.inline[:], op)], 1
 	case op.IOV == nil:
 		tx.iov[0], n = op.Buf, 1
 	default:

@@ -65,26 +65,11 @@ func (e *endpoint) postRMA(op *kit.Op) error {
 			e.putTx(tx)
 			return err
 		}
-		k := 0
-		if op.IOV == nil {
-			k = copy(tx.bounce, op.Buf)
-		} else {
-			for _, b := range op.IOV {
-				k += copy(tx.bounce[k:], b)
-			}
-		}
+		k := copyOut(tx.bounce, op)
 		tx.iov[0], tx.desc[0], n, hasDesc = tx.bounce[:k], tx.bdesc, 1, true
 	case inject:
 		// The caller's buffer is its own again on return: copy it.
-		k := 0
-		if op.IOV == nil {
-			k = copy(tx.inline[:], op.Buf)
-		} else {
-			for _, b := range op.IOV {
-				k += copy(tx.inline[k:], b)
-			}
-		}
-		tx.iov[0], n = tx.inline[:k], 1
+		tx.iov[0], n = tx.inline[:copyOut(tx.inline[:], op)], 1
 	case op.IOV == nil:
 		tx.iov[0], n = op.Buf, 1
 		tx.desc[0] = coreDesc(op.Desc)
