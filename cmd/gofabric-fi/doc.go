@@ -12,10 +12,24 @@
 //		-o DIR/libgofabric-fi.so ./cmd/gofabric-fi
 //	ln -s libgofabric-fi.so DIR/libgoshm-fi.so
 //	ln -s libgofabric-fi.so DIR/libgoudp-fi.so
+//	ln -s libgofabric-fi.so DIR/libofi_gorxm-fi.so
 //
 // (on the -ldflags, see Wait objects below); then FI_PROVIDER_PATH=DIR
-// fi_info -l lists the providers. The providers are named
-// gotcp, goshm, goudp and goverbs, beside C's own tcp, shm, udp and verbs.
+// fi_info -l lists the providers. The core providers are named gotcp,
+// goshm, goudp and goverbs, beside C's own tcp, shm, udp and verbs.
+//
+// # FI_EP_RDM over gotcp and goverbs: ofi_gorxm
+//
+// gofabric's tcp and verbs offer FI_EP_MSG; FI_EP_RDM over them is
+// gofabric's rxm (providers/rxm), registered in Go as "tcp;ofi_rxm" and
+// "verbs;ofi_rxm". The library offers it to C as a utility provider of
+// its own, ofi_gorxm (C takes a name starting "ofi_" for one), so that C
+// lists and opens its entries as "gotcp;ofi_gorxm" and "goverbs;ofi_gorxm"
+// beside C's own ofi_rxm over the same cores ("gotcp;ofi_rxm").
+// FI_PROVIDER=^ofi_rxm leaves C's out; -p "gotcp;ofi_gorxm" names the
+// layering outright. ofi_gorxm layers only over the library's cores, in
+// Go, and not over a provider standing in for C's (below), which C's
+// ofi_rxm serves.
 //
 // # One library, several providers
 //
@@ -39,8 +53,8 @@
 // that name (the core keeps the higher version) and C's utility providers
 // layer over them as over C's own: GOFABRIC_FI_BUILTIN=tcp makes C's
 // ofi_rxm run over gofabric's tcp ("tcp;ofi_rxm"). A provider standing in
-// offers only its core entries (gofabric's tcp without its own FI_EP_RDM
-// entries, which C's ofi_rxm then provides), as C's does.
+// offers only its core entries (FI_EP_RDM comes from C's ofi_rxm), as
+// C's does.
 //
 // C's ofi_rxm asks every core provider whose name contains "tcp" for
 // shared receive contexts, which gofabric's providers do not have: with

@@ -270,10 +270,14 @@ func infoToC(g *fi.Info, s *slot, event bool, fab *fabricObj, handle *C.struct_f
 	}
 	if f := g.FabricAttr; f != nil {
 		c.fabric_attr.name = cStr(f.Name)
-		// prov_name stays NULL in getinfo entries: the core sets it to the
-		// DL provider's name (and asserts it unset for core providers).
+		// prov_name stays NULL in a core provider's getinfo entries: the
+		// core sets it to the DL provider's name (and asserts it unset
+		// for core providers); ofi_gorxm's name their core, to which the
+		// core appends ";ofi_gorxm".
+		if n := s.cProvName(f.ProvName, event); n != "" {
+			c.fabric_attr.prov_name = cStr(n)
+		}
 		if event {
-			c.fabric_attr.prov_name = cStr(s.cname)
 			c.fabric_attr.prov_version = C.uint32_t(s.version)
 			if fab != nil {
 				c.fabric_attr.api_version = C.uint32_t(fab.apiVersion())

@@ -1,7 +1,8 @@
 #!/bin/sh
 # install.sh DIR [go build flags]: builds gofabric's C libfabric provider
-# library into DIR/libgofabric-fi.so and links libgoshm-fi.so and
-# libgoudp-fi.so to it (and libgoverbs-fi.so with -tags verbs): C libfabric
+# library into DIR/libgofabric-fi.so and links libgoshm-fi.so,
+# libgoudp-fi.so and libofi_gorxm-fi.so (gofabric's rxm: FI_EP_RDM over
+# gotcp and goverbs) to it (and libgoverbs-fi.so with -tags verbs): C libfabric
 # calls the library's fi_prov_ini once per name, and each call registers
 # one more provider. Then: FI_PROVIDER_PATH=DIR fi_info -l
 #
@@ -21,7 +22,7 @@ shift
 cd "$(dirname "$0")"
 godebug=$(go list -f '{{.DefaultGODEBUG}}' .)
 go build -buildmode=c-shared -ldflags="-X=runtime.godebugDefault=${godebug:+$godebug,}asyncpreemptoff=1" "$@" -o "$dir/libgofabric-fi.so" .
-names="goshm goudp"
+names="goshm goudp ofi_gorxm"
 case " $* " in *verbs*) names="$names goverbs" ;; esac
 for p in $names; do
 	ln -sf libgofabric-fi.so "$dir/lib$p-fi.so"

@@ -94,6 +94,10 @@ func goFabric(n C.int, attr *C.struct_fi_fabric_attr, out **C.struct_fid_fabric,
 		return -C.FI_EINVAL
 	}
 	fa := &fi.FabricAttr{Name: goStr(attr.name), ProvName: s.goName, APIVersion: fi.Version(attr.api_version)}
+	if s.util {
+		// "gotcp;ofi_gorxm": the layering over the core ("tcp;ofi_rxm").
+		fa.ProvName = s.goProvName(goStr(attr.prov_name))
+	}
 	f, err := s.p.OpenFabric(fa)
 	if err != nil {
 		return -C.int(s.code("fabric", err))

@@ -55,7 +55,10 @@ type slot struct {
 	// builtin: the provider stands in for C's of its name and offers only
 	// core entries.
 	builtin bool
-	log     *slog.Logger
+	// util: the slot is C's utility provider ofi_gorxm, gofabric's rxm
+	// over the library's core providers (p is a rxmLayers).
+	util bool
+	log  *slog.Logger
 }
 
 // registry holds the plan of fi_prov_ini calls and the slots handed out.
@@ -138,6 +141,9 @@ func makePlan(self, builtins, provPath string) []*slot {
 		s.log = fi.Logger(s.cname)
 		all = append(all, s)
 	}
+	if u := rxmSlot(all); u != nil {
+		all = append(all, u)
+	}
 	var plan []*slot
 	for _, want := range ownNames(self, provPath) {
 		i := slices.IndexFunc(all, func(s *slot) bool {
@@ -205,10 +211,155 @@ func (s *slot) goProvName(cname string) string {
 		case strings.EqualFold(n, s.cname):
 			parts = append(parts, s.goName)
 		default:
+			if l, ok := s.p.(rxmLayers); ok {
+				if c := l.coreNamed(n, true); c != nil {
+					n = c.goName
+				}
+			}
 			parts = append(parts, n)
 		}
 	}
 	return strings.Join(parts, ";")
+}
+
+// rxmUtilName is the C name of the library's utility provider: gofabric's
+// rxm (providers/rxm), which C's ofi_rxm would clash with in name. C
+// takes a provider whose name starts with "ofi_" for a utility provider:
+// it asks it for entries whenever the hints name a core provider or none,
+// names its entries "<core>;ofi_gorxm" and opens their fabric through it.
+const rxmUtilName = "ofi_gorxm"
+
+// rxmGoName is the utility part of gofabric's name for rxm over a core
+// ("tcp;ofi_rxm").
+const rxmGoName = "ofi_rxm"
+
+// rxmSlot returns the slot of ofi_gorxm over the core slots that have a
+// gofabric rxm layering registered, or nil when none has. A core standing
+// in for C's (builtin) is left to C's own ofi_rxm.
+func rxmSlot(cores []*slot) *slot {
+	var l rxmLayers
+	for _, c := range cores {
+		if c.builtin {
+			continue
+		}
+		if p, ok := fi.LookupProvider(c.goName + ";" + rxmGoName); ok {
+			l.cores = append(l.cores, c)
+			l.layers = append(l.layers, p)
+		}
+	}
+	if len(l.cores) == 0 {
+		return nil
+	}
+	return &slot{cname: rxmUtilName, goName: rxmGoName, util: true, p: l, version: l.layers[0].Version(), log: fi.Logger(rxmUtilName)}
+}
+
+// rxmLayers is ofi_gorxm's gofabric provider: the rxm layerings
+// ("tcp;ofi_rxm") of the library's core slots.
+type rxmLayers struct {
+	cores  []*slot       // the core slots
+	layers []fi.Provider // their layerings, in the same order
+}
+
+// Name returns gofabric's name of the utility part.
+func (l rxmLayers) Name() string { return rxmGoName }
+
+// Version returns the layerings' version.
+func (l rxmLayers) Version() fi.Version { return l.layers[0].Version() }
+
+// coreNamed returns the core slot named n, in C's name or (c false) in
+// gofabric's, or nil.
+func (l rxmLayers) coreNamed(n string, c bool) *slot {
+	for _, s := range l.cores {
+		if (c && strings.EqualFold(n, s.cname)) || (!c && strings.EqualFold(n, s.goName)) {
+			return s
+		}
+	}
+	return nil
+}
+
+// GetInfo returns the entries of the layerings the hints' provider name
+// (gofabric's: "tcp", "tcp;ofi_rxm", "ofi_rxm" or none) selects, each
+// named by its layering ("tcp;ofi_rxm"); when none has an entry, the
+// reasons of all.
+func (l rxmLayers) GetInfo(ctx context.Context, node, service string, flags fi.Flags, hints *fi.Info) ([]*fi.Info, error) {
+	sel := ""
+	if hints != nil && hints.FabricAttr != nil {
+		sel = hints.FabricAttr.ProvName
+	}
+	var (
+		out     []*fi.Info
+		reasons []fi.ProviderReason
+		last    error
+	)
+	for i, p := range l.layers {
+		core := l.cores[i].goName
+		if sel != "" && !strings.EqualFold(sel, p.Name()) && !strings.EqualFold(sel, core) && !strings.EqualFold(sel, rxmGoName) {
+			continue
+		}
+		h := hints.Clone()
+		if h == nil {
+			h = &fi.Info{}
+		}
+		if h.FabricAttr == nil {
+			h.FabricAttr = &fi.FabricAttr{}
+		}
+		h.FabricAttr.ProvName = p.Name()
+		infos, err := p.GetInfo(ctx, node, service, flags, h)
+		if err != nil {
+			var nm *fi.NoMatchError
+			if errors.As(err, &nm) {
+				reasons = append(reasons, nm.Reasons...)
+			}
+			last = err
+			continue
+		}
+		out = append(out, infos...)
+	}
+	switch {
+	case len(out) > 0:
+		return out, nil
+	case len(reasons) > 0:
+		return nil, &fi.NoMatchError{Reasons: reasons}
+	case last != nil:
+		return nil, last
+	}
+	return nil, errors.Wrapf(fi.ENODATA, "%s: getinfo: provider name %q names no core of this library", rxmUtilName, sel)
+}
+
+// OpenFabric opens the fabric of the layering attr names ("tcp;ofi_rxm").
+func (l rxmLayers) OpenFabric(attr *fi.FabricAttr) (fi.Fabric, error) {
+	for _, p := range l.layers {
+		if attr != nil && strings.EqualFold(attr.ProvName, p.Name()) {
+			return p.OpenFabric(attr)
+		}
+	}
+	name := ""
+	if attr != nil {
+		name = attr.ProvName
+	}
+	return nil, errors.Wrapf(fi.EINVAL, "%s: fabric: provider name %q is no layering of this library", rxmUtilName, name)
+}
+
+// cProvName is the prov_name C is to see for an entry of gofabric
+// provider name g: in getinfo entries, nothing for a core provider's
+// (the core fills it) and the core's C name for ofi_gorxm's (the core
+// appends ";ofi_gorxm"); in events, the whole C name.
+func (s *slot) cProvName(g string, event bool) string {
+	if !s.util {
+		if event {
+			return s.cname
+		}
+		return ""
+	}
+	core, _, _ := strings.Cut(g, ";")
+	c := s.p.(rxmLayers).coreNamed(core, false)
+	if c == nil {
+		return ""
+	}
+	if event {
+		return c.cname + ";" + s.cname
+	}
+	return c.cname
 }
 
 // basicMap is what FI_MR_BASIC means since libfabric 1.5 (fi_mr(3)):

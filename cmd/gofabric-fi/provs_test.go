@@ -33,13 +33,15 @@ func TestPlanFollowsFileNames(t *testing.T) {
 	other := t.TempDir()
 	require.NoError(t, os.Symlink(self, filepath.Join(other, "libgoshm-fi.so")))
 
-	require.Equal(t, []string{"gotcp", "goshm", "goudp"}, names(makePlan("", "", "")))
-	require.Equal(t, []string{"goudp", "gotcp", "goshm"}, names(makePlan(self, "", "")))
-	require.Equal(t, []string{"goudp", "goshm", "gotcp"}, names(makePlan(self, "", "@"+other)))
+	require.Equal(t, []string{"gotcp", "goshm", "goudp", "ofi_gorxm"}, names(makePlan("", "", "")))
+	require.Equal(t, []string{"goudp", "gotcp", "goshm", "ofi_gorxm"}, names(makePlan(self, "", "")))
+	require.Equal(t, []string{"goudp", "goshm", "gotcp", "ofi_gorxm"}, names(makePlan(self, "", "@"+other)))
 }
 
 // TestPlanBuiltin: GOFABRIC_FI_BUILTIN gives a provider C's name and a
-// version above C 1.17's, so that the core prefers it.
+// version above C 1.17's, so that the core prefers it; C's own ofi_rxm
+// layers over it, so ofi_gorxm, with no other core to layer over, is not
+// offered.
 func TestPlanBuiltin(t *testing.T) {
 	plan := makePlan("", " TCP, udp", "")
 	require.Equal(t, []string{"tcp", "goshm", "udp"}, names(plan))
@@ -64,6 +66,42 @@ func TestGoProvName(t *testing.T) {
 	} {
 		require.Equal(t, want, s.goProvName(in), in)
 	}
+}
+
+// TestRxmUtilSlot: ofi_gorxm, gofabric's rxm as C's utility provider,
+// translates the C names of the library's cores and its own, asks only
+// the layerings the hints name, and gives C the names it builds the
+// entries' "gotcp;ofi_gorxm" from.
+func TestRxmUtilSlot(t *testing.T) {
+	plan := makePlan("", "", "")
+	u := plan[len(plan)-1]
+	require.True(t, u.util)
+	require.Equal(t, "ofi_gorxm", u.cname)
+	for in, want := range map[string]string{
+		"gotcp;ofi_gorxm": "tcp;ofi_rxm",
+		"gotcp":           "tcp",
+		"ofi_gorxm":       "ofi_rxm",
+		"goshm":           "goshm", // no rxm layering: not a core of ofi_gorxm
+	} {
+		require.Equal(t, want, u.goProvName(in), in)
+	}
+	require.Equal(t, "gotcp", u.cProvName("tcp;ofi_rxm", false), "getinfo entries name their core")
+	require.Equal(t, "gotcp;ofi_gorxm", u.cProvName("tcp;ofi_rxm", true), "events carry the whole name")
+	require.Equal(t, "", plan[0].cProvName("tcp", false), "the core names a core provider's entries")
+
+	for _, sel := range []string{"", "tcp", "tcp;ofi_rxm", "ofi_rxm"} {
+		infos, err := u.getInfo(fi.MakeVersion(1, 17), "", "", 0, &fi.Info{FabricAttr: &fi.FabricAttr{ProvName: sel}})
+		require.NoError(t, err, sel)
+		require.NotEmpty(t, infos, sel)
+		for _, i := range infos {
+			require.Equal(t, "tcp;ofi_rxm", i.FabricAttr.ProvName, sel)
+			require.Equal(t, fi.EPTypeRDM, i.EPAttr.Type, sel)
+		}
+	}
+	_, err := u.getInfo(fi.MakeVersion(1, 17), "", "", 0, &fi.Info{FabricAttr: &fi.FabricAttr{ProvName: "udp"}})
+	require.ErrorIs(t, err, fi.ENODATA)
+	_, err = u.p.OpenFabric(&fi.FabricAttr{ProvName: "udp;ofi_rxm"})
+	require.ErrorIs(t, err, fi.EINVAL)
 }
 
 // TestMRModes: the registration modes of libfabric's API 1.0

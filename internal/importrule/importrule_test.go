@@ -1,7 +1,11 @@
 // Package importrule holds the repository-wide test of the layering rule:
-// fi <- eq <- ep <- kit <- providers, with fabtests and cmd on
-// top, and cgo only in providers/verbs and cmd/gofabric-fi (the C
-// libfabric provider library, which is C's ops tables over the Go API).
+// fi <- eq <- ep <- kit <- utility providers (providers/rxm) <- the
+// other providers, with fabtests and cmd on top, and cgo only in
+// providers/verbs and cmd/gofabric-fi (the C libfabric provider library,
+// which is C's ops tables over the Go API). A utility provider layers
+// over other providers through the public API only; a provider may
+// import one to register a layering over itself (tcp registers
+// "tcp;ofi_rxm").
 package importrule
 
 import (
@@ -36,10 +40,12 @@ func layer(path string) (rank int, name string) {
 	case strings.HasPrefix(rel, "kit"), rel == "internal/netif", rel == "internal/sockpoll", rel == "internal/linuxonly",
 		rel == "internal/rxmwire":
 		return 3, "kit"
+	case rel == "providers/rxm":
+		return 4, "utility providers"
 	case strings.HasPrefix(rel, "providers/") && rel != "providers/all":
-		return 4, "providers"
+		return 5, "providers"
 	default: // fabtests, cmd, tools: may import anything
-		return 5, rel
+		return 6, rel
 	}
 }
 
@@ -66,8 +72,9 @@ func TestImportRule(t *testing.T) {
 				continue
 			}
 			drank, dname := layer(d)
-			if drank > rank || (drank == rank && rank == 4 && !strings.HasPrefix(d, p.ImportPath)) {
-				t.Errorf("%s (%s) imports %s (%s): layering is fi <- eq <- ep <- kit <- providers", p.ImportPath, name, d, dname)
+			if drank > rank || (drank == rank && (rank == 4 || rank == 5) && !strings.HasPrefix(d, p.ImportPath)) {
+				t.Errorf("%s (%s) imports %s (%s): layering is fi <- eq <- ep <- kit <- utility providers <- providers",
+					p.ImportPath, name, d, dname)
 			}
 		}
 	}
@@ -91,8 +98,8 @@ func TestCgoOnlyWhereAllowed(t *testing.T) {
 func TestLayerRanks(t *testing.T) {
 	for path, want := range map[string]int{
 		module + "/fi": 0, module + "/eq": 1, module + "/ep": 2,
-		module + "/kit": 3, module + "/internal/rxmwire": 3, module + "/providers/tcp": 4,
-		module + "/fabtests": 5, module + "/cmd/fi_info": 5,
+		module + "/kit": 3, module + "/internal/rxmwire": 3, module + "/providers/rxm": 4,
+		module + "/providers/tcp": 5, module + "/fabtests": 6, module + "/cmd/fi_info": 6,
 	} {
 		got, _ := layer(path)
 		require.Equal(t, want, got, path)

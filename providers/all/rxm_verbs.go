@@ -12,7 +12,7 @@ import (
 // ofi_rxm layered on verbs (fi_rxm(7)): FI_EP_RDM endpoints over the RDMA
 // device's connected queue pairs. Only builds with the verbs tag have it:
 // without the tag verbs offers nothing, and neither would rxm over it.
-// tcp's FI_EP_RDM entries (tcp;ofi_rxm) are still tcp's own.
+// rxm over tcp (tcp;ofi_rxm) is registered by providers/tcp itself.
 func init() {
 	if v, ok := fi.LookupProvider("verbs"); ok {
 		fi.Register(rxm.Over(v, "verbs;ofi_rxm"))

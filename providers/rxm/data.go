@@ -173,6 +173,10 @@ func (e *endpoint) getTx() *txBuf {
 
 // putTx frees tx; mu is held.
 func (e *endpoint) putTx(tx *txBuf) {
+	if tx.awaitsPeer {
+		tx.awaitsPeer = false
+		e.rndvOut--
+	}
 	tx.reset()
 	e.free = append(e.free, tx)
 }

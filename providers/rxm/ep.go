@@ -84,26 +84,29 @@ func (s *epSet) wait(ctx context.Context) error {
 // an entry or ctx ends: it calls SRead with no room for entries, which in
 // the kit's queues (those of gofabric's core providers) waits for an
 // entry and leaves it queued, so that progress takes the entries in
-// their order; while the endpoint has connections it also ends every
-// cmInterval, so that progress reads their events. It reports false when
-// it could not wait: the core queue
-// is gone or failed, operations wait in the deferred queue, or the last
+// their order; while a connection is being set up or a rendezvous send
+// waits for its peer it also ends every cmInterval, so that progress
+// reads the connections' events. It reports false when it could not
+// wait: the core queue is gone or failed, operations wait in the deferred queue, or the last
 // such wait ended with nothing for progress to take (a core whose SRead
 // does not wait without room: the caller sleeps a tick rather than
 // spin).
 func (e *endpoint) waitCore(ctx context.Context) bool {
 	e.mu.Lock()
 	cq, ok := e.msgCQ, e.enabled && len(e.deferConns) == 0 && !(e.woke && e.wokeAt == e.taken)
-	taken, conns := e.taken, len(e.conns) > 0
+	taken, timed := e.taken, e.rndvOut > 0 || e.pending.Load() > 0
 	e.unlock()
 	if !ok || cq == nil {
 		return false
 	}
 	wctx := ctx
-	if conns {
-		// The connections' events (a peer gone, which ends the
-		// rendezvous sends waiting for it) are read by progress: wake
-		// for it every cmInterval.
+	if timed {
+		// The connections' events are read by progress: a connection
+		// being set up, or a peer gone, which ends the rendezvous sends
+		// waiting for it. Wake for them every cmInterval while they
+		// matter; otherwise the core's completions wake the reader (a
+		// lost connection fails what the core had queued on it), and a
+		// blocked reader makes no timer and no allocation.
 		var cancel context.CancelFunc
 		wctx, cancel = context.WithTimeout(ctx, cmInterval)
 		defer cancel()
@@ -247,6 +250,9 @@ type txBuf struct {
 	conn       *conn
 	mrs        [iovLimit]fi.MR
 	sent, done bool
+	// awaitsPeer: a rendezvous request counted in the endpoint's
+	// rndvOut until the operation ends.
+	awaitsPeer bool
 	// bounce is the tx buffer's registered copy space (header and an
 	// eager payload), made at its first use; bdesc the core's
 	// descriptor of it (nil when the core needs none).
@@ -424,7 +430,12 @@ type endpoint struct {
 	taken  uint64
 	woke   bool
 	wokeAt uint64
-	hdr    rxmwire.Header
+	// rndvOut counts the rendezvous sends on their way: only the peer's
+	// read-done ends them, and only the connection's events tell that
+	// the peer is gone, so a blocked reader wakes for those events
+	// while there are any.
+	rndvOut int
+	hdr     rxmwire.Header
 }
 
 var (

@@ -51,7 +51,8 @@ func (d *domain) registerInternal(b []byte, access fi.Access) (fi.MR, error) {
 // header h is filled but for type and msg_id; mu is held. On an error tx
 // is freed.
 func (e *endpoint) sendRndv(c *conn, tx *txBuf, op *kit.Op, h *rxmwire.Header) error {
-	tx.kind, tx.conn = txRndv, c
+	tx.kind, tx.conn, tx.awaitsPeer = txRndv, c, true
+	e.rndvOut++
 	var bufs [iovLimit][]byte
 	n, err := op.CopyIOV(bufs[:], e.domain.fabric.Prov())
 	if err != nil {

@@ -72,8 +72,8 @@ func (e *endpoint) dial(ctx context.Context, local *net.TCPAddr, dest string, ms
 		if local.Port == 0 {
 			// Let connect pick the port (IP_BIND_ADDRESS_NO_PORT): a
 			// bind to port 0 searches for a port no other socket holds,
-			// which slows down as connections add up (an RDM endpoint
-			// binds every connection to the IP of its name).
+			// which slows down as connections add up (rxm binds every
+			// connection of an RDM endpoint to the IP of its name).
 			d.Control = func(_, _ string, rc syscall.RawConn) error {
 				return rc.Control(func(fd uintptr) {
 					_ = unix.SetsockoptInt(int(fd), unix.IPPROTO_IP, unix.IP_BIND_ADDRESS_NO_PORT, 1)
@@ -103,13 +103,6 @@ func (e *endpoint) dial(ctx context.Context, local *net.TCPAddr, dest string, ms
 	data := append([]byte(nil), h.data...)
 	switch h.typ {
 	case cmConnResp:
-		if e.rdm != nil && !e.rdm.accepted(e, data) {
-			conn.Close()
-			if e.cs.Failed() == nil {
-				e.postError(fi.EIO, 0, nil)
-			}
-			return
-		}
 		up := &eq.Connected{Fid: e, Info: e.info, Data: data}
 		if !e.attach(conn, dataCodec{bigEndian: h.bigEndian}, ep.CMConnecting, up) {
 			conn.Close()

@@ -6,7 +6,6 @@ import (
 	"github.com/cockroachdb/errors"
 	"github.com/gofabric/gofabric/ep"
 	"github.com/gofabric/gofabric/fi"
-	"github.com/gofabric/gofabric/internal/rxmwire"
 	"github.com/gofabric/gofabric/kit"
 )
 
@@ -30,18 +29,9 @@ type txArgs struct {
 	rma    [iovLimit]rmaIOV
 	nrma   int
 	// tagged sends op 0 with the tag flag and tag (rxm's raw tagged
-	// form, §3.4): RDM connections, and tagged sends of FI_EP_MSG
-	// endpoints opened with FI_TAGGED.
+	// form, §3.4): tagged sends of endpoints opened with FI_TAGGED.
 	tagged bool
 	tag    uint64
-	// pre[:npre] goes out before the payload as part of it: the rxm
-	// packet header (and rendezvous descriptor) of an RDM connection. An
-	// array, not a slice, so that callers' stacks do not escape.
-	pre  [rxmwire.HeaderSize + rxmwire.RndvDescSize]byte
-	npre int
-	// internal is an operation of the RDM layer (txEntry.internal);
-	// locked says the caller holds the endpoint's mu.
-	internal, locked bool
 }
 
 // txOpFlags are the flags a transmit call may carry.
@@ -59,10 +49,7 @@ func injectFlags(def fi.Flags) fi.Flags { return def &^ (fi.FlagCompletion | ack
 
 // post queues a transmit operation of kind (txSend, txWrite, txRead).
 func (e *endpoint) post(a *txArgs, kind txKind) error {
-	// The RDM layer's own operations may answer data that arrived between
-	// the connection's attach and its Connected state; the socket check
-	// below covers them.
-	if err := e.cs.CanSend(); err != nil && !a.internal {
+	if err := e.cs.CanSend(); err != nil {
 		return err
 	}
 	if a.flags&^txOpFlags != 0 {
@@ -72,7 +59,7 @@ func (e *endpoint) post(a *txArgs, kind txKind) error {
 	// FI_INJECT applies to what carries a payload (fi_rma(3): not to
 	// reads), also when it comes from the default op flags.
 	inject := (a.inject || a.flags&fi.FlagInject != 0) && kind != txRead
-	if inject && n > injectSize && !a.internal {
+	if inject && n > injectSize {
 		return errors.Wrapf(fi.EINVAL, "tcp: inject of %d bytes, the inject size is %d", n, injectSize)
 	}
 	h := dataHeader{op: opMsg}
@@ -123,13 +110,11 @@ func (e *endpoint) post(a *txArgs, kind txKind) error {
 	if kind == txRead {
 		h.setPayloadLen(0)
 	} else {
-		h.setPayloadLen(uint64(a.npre + n))
+		h.setPayloadLen(uint64(n))
 	}
 
-	if !a.locked {
-		e.mu.Lock()
-		defer e.mu.Unlock()
-	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
 	d := &e.dp
 	if d.fd < 0 {
 		if err := e.cs.CanSend(); err != nil {
@@ -137,7 +122,7 @@ func (e *endpoint) post(a *txArgs, kind txKind) error {
 		}
 		return fi.ESHUTDOWN
 	}
-	if (d.appOps >= d.txSize && !a.internal) || d.nfree == 0 {
+	if d.appOps >= d.txSize || d.nfree == 0 {
 		return fi.EAGAIN
 	}
 	i := d.take()
@@ -145,12 +130,7 @@ func (e *endpoint) post(a *txArgs, kind txKind) error {
 	t.kind, t.ack, t.cnt, t.ctx, t.cqFlags = kind, ack, cnt, a.ctx, cqFlags
 	t.inject = a.inject
 	t.report = !a.inject && (!e.TxSel || a.flags&fi.FlagCompletion != 0)
-	t.internal = a.internal
-	if a.internal {
-		t.report, t.cnt = false, -1
-	}
 	t.hdrLen = d.codec.putDataHeader(t.hdr[:], &h)
-	t.hdrLen += copy(t.hdr[t.hdrLen:], a.pre[:a.npre])
 	t.total = int(h.size)
 	t.rlen = 0
 	if kind == txRead {
@@ -182,9 +162,9 @@ func (e *endpoint) post(a *txArgs, kind txKind) error {
 // fi.FlagCompletion (reports under selective completion). A write
 // completes once the peer has placed the data. Tagged sends go in rxm's
 // raw tagged form (op 0 with the tag flag, docs/wire-tcp.md §3.4), which
-// only a peer in dynamic receive mode (kit.DynRecv) or an RDM connection
-// takes: C's tcp provider sends them so for C's rxm (fi_tsend on its
-// FI_EP_MSG endpoints).
+// only a peer in dynamic receive mode (kit.DynRecv) takes: C's tcp
+// provider sends them so for C's rxm (fi_tsend on its FI_EP_MSG
+// endpoints).
 func (e *endpoint) PostTx(op kit.Op) error {
 	a := txArgs{ctx: op.Context, data: op.Data, flags: op.Flags, inject: op.Inject}
 	n, err := op.CopyIOV(a.iov[:], "tcp")

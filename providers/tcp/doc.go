@@ -1,10 +1,11 @@
 // Package tcp is gofabric's tcp provider: connected (FI_EP_MSG) endpoints
 // over TCP sockets that speak the wire format of libfabric 1.17's tcp
-// provider (fi_tcp(7)), and reliable unconnected (FI_EP_RDM) endpoints that
-// speak its ofi_rxm layering over those ("tcp;ofi_rxm"), so that Go and C
-// peers connect to each other and exchange messages, tagged messages and
-// RMA. Importing the package registers it with fi.Register under
-// libfabric's name, "tcp"; providers/all imports it.
+// provider (fi_tcp(7)), so that Go and C peers connect to each other and
+// exchange messages and RMA. Importing the package registers it with
+// fi.Register under libfabric's name, "tcp", and rxm layered over it
+// (providers/rxm) under C's name for that layering, "tcp;ofi_rxm": the
+// reliable unconnected (FI_EP_RDM) endpoints, which speak C's ofi_rxm
+// protocol over this provider's connections. providers/all imports it.
 //
 // # Entries
 //
@@ -29,42 +30,33 @@
 // ordering, FI_THREAD_SAFE, and no MR mode bits: MR keys are the
 // application's and RMA addresses are offsets.
 //
-// Every address also gets an FI_EP_RDM entry, listed before the MSG ones as
-// C lists them, with provider name "tcp;ofi_rxm" and C's attributes: FI_MSG,
-// FI_TAGGED and FI_RMA, 64 bytes of inject, queues of 2048, protocol
-// FI_PROTO_RXM, data progress FI_PROGRESS_MANUAL, completion order
-// FI_ORDER_NONE; FI_SOURCE and FI_DIRECTED_RECV when asked for. Unlike C
-// they do not offer FI_MULTI_RECV, which is not implemented: hints asking
-// for it (a cap, or rx_attr.op_flags) get no RDM entry, and the reason
-// says so.
+// The FI_EP_RDM entries of each address are tcp;ofi_rxm's (see RDM
+// endpoints below). GetInfo lists them before the MSG ones, as C does:
+// the provider's priority (fi.Prioritizer) is below the default, so it is
+// asked after the providers of default priority, tcp;ofi_rxm among them
+// (the providers of equal priority go by name).
 //
 // Hints may ask for what C takes, and the entries then carry the hints'
 // values, as C's do: deeper or shallower queues (tx_attr.size up to 1024
-// and rx_attr.size up to 65536 on FI_EP_MSG; 16384 and 65536 on
-// FI_EP_RDM), and default operation flags (tx_attr.op_flags: FI_INJECT,
-// FI_INJECT_COMPLETE, FI_TRANSMIT_COMPLETE, FI_DELIVERY_COMPLETE,
-// FI_COMPLETION, and FI_COMMIT_COMPLETE on FI_EP_MSG only;
+// and rx_attr.size up to 65536), and default operation flags
+// (tx_attr.op_flags: FI_INJECT, FI_INJECT_COMPLETE, FI_TRANSMIT_COMPLETE,
+// FI_DELIVERY_COMPLETE, FI_COMMIT_COMPLETE, FI_COMPLETION;
 // rx_attr.op_flags: FI_COMPLETION). An endpoint's queues are sized from
 // its Info when it opens (beyond the maxima: fi.EINVAL) and never grow.
-// On an RDM endpoint rx_attr.size bounds the posted receives of each kind
-// (untagged, tagged); tx_attr.size is nominal: sends get fi.EAGAIN once
-// 256 operations wait on one peer's connection or 256 rendezvous sends
-// wait for their read-done, whatever it says. The default flags apply to
-// the calls that take none (Send, Recv, Read, Write...): a completion
-// level as described under Data transfer; FI_COMPLETION reports under
-// FI_SELECTIVE_COMPLETION; FI_INJECT makes every send an inject (its
-// buffer is the application's again when the call returns), so sends are
-// limited to the inject size (fi.EINVAL beyond; C ignores FI_INJECT
-// there). With nil hints gofabric reports no op flags and queues of 256,
+// The default flags apply to the calls that take none (Send, Recv, Read,
+// Write...): a completion level as described under Data transfer;
+// FI_COMPLETION reports under FI_SELECTIVE_COMPLETION; FI_INJECT makes
+// every send an inject (its buffer is the application's again when the
+// call returns), so sends are limited to the inject size (fi.EINVAL
+// beyond; C ignores FI_INJECT there). With nil hints gofabric reports no op flags and queues of 256,
 // where C reports its full op flag set and a receive queue of 65536.
 //
 // # Objects
 //
 // A fabric opens event queues and passive endpoints (ep.OpenPassive) and
 // domains; a domain opens completion queues, counters, address vectors
-// (for RDM endpoints: sockaddrs with a port) and endpoints (ep.Open) and
-// registers memory. Queues, counters, AVs and the MR table are the
-// framework's (kit).
+// (sockaddrs with a port) and endpoints (ep.Open) and registers memory.
+// Queues, counters, AVs and the MR table are the framework's (kit).
 // Every object holds a reference on its parent, so closing a fabric with a
 // domain, EQ or passive endpoint open, or a domain with a CQ, counter, MR
 // or endpoint open, returns fi.EBUSY, as fi_close(3) says.
@@ -157,118 +149,32 @@
 // connection arms the socket in an epoll instance of its own (in the
 // netpoller) and runs progress when it is readable, or writable while
 // sends wait for room; it serves passive RMA targets and blocked readers.
-// The connections of RDM endpoints, whose entries report FI_PROGRESS_MANUAL
-// data progress as C's do, are handed to that goroutine only by a reader
-// about to block: their data moves when the application reads its queues
-// or blocks in them, and a busy-polling application is never interrupted
-// by the millisecond look. A reader blocked in CQ.SRead, Counter.Wait or
-// EQ.SRead hands over every connection of the endpoints bound to that
-// queue or counter, for as long as it blocks, whatever other threads poll
-// meanwhile: those a peer opens to the endpoint, or a send opens, after
-// it blocked included, so that a server that only ever waits in SRead
-// gets a new peer's first message. While a reader blocks, the goroutine
-// watches again right after each progress rather than a millisecond
-// later (a 1 MiB rendezvous round trip between two readers blocked in
-// SRead took 3.3 ms with that pause, 0.5 to 1 ms without).
+// Endpoints in dynamic receive mode (see Layering), the connections of
+// tcp;ofi_rxm, whose entries report FI_PROGRESS_MANUAL data progress as
+// C's do, are handed to that goroutine only by a reader about to block:
+// their data moves when the layer reads their queues or blocks in them,
+// and a busy-polling application is never interrupted by the millisecond
+// look. A reader blocked in CQ.SRead, Counter.Wait or EQ.SRead hands over
+// every connection of the endpoints bound to that queue or counter, for
+// as long as it blocks, whatever other threads poll meanwhile: those that
+// come up after it blocked included, so that a server that only ever
+// waits in SRead gets a new peer's first message. While a reader blocks,
+// the goroutine watches again right after each progress rather than a
+// millisecond later (a 1 MiB rendezvous round trip between two readers
+// blocked in SRead took 3.3 ms with that pause, 0.5 to 1 ms without).
 // A message that finds no posted receive waits in the socket (TCP
 // back-pressure) until one is posted.
 //
 // # RDM endpoints (tcp;ofi_rxm)
 //
-// An RDM endpoint is ofi_rxm's protocol (docs/wire-tcp.md, §3) over this
-// provider's own connections, as C layers it: a passive endpoint whose
-// address is the endpoint's name (Name, SetName before Enable), and at most
-// one connection per peer, opened by the first send to a peer with no
-// connection, from the IP of the name, with rxm's connect record (the
-// listening port and pid<<32|index), or accepted from the peer. The
-// connection management runs on goroutines of its own: Enable starts
-// listening, and requests are answered as rxm does: a record that fails
-// C's checks is rejected with reason 1; a peer we are connecting to at the
-// same time is accepted, or rejected with reason 2 ("already connected"),
-// by comparing the two addresses. A request naming a peer we have a
-// connection with replaces that connection when it is gone (the peer
-// closed or died and came back); while it is alive the request is
-// rejected with reason 2, whichever process the record names. C's rxm
-// rejects it only when the record names the same process, and otherwise
-// takes it for a restart and closes the live connection: a process on
-// the peer's host could then take over the peer's connection by naming
-// its address, and what was in flight on it was lost. A restarted peer
-// whose old connection still looks alive (its host rebooted) is refused,
-// and retries, until that connection fails (FI_TCP_USER_TIMEOUT).
-//
-// The first send to a peer with no connection returns bare fi.EAGAIN, and
-// so do the next ones until the connection is up: retrying while reading
-// the CQ, as fi_pingpong does, never stalls, because the connection does
-// not wait for the application. An attempt that is refused (nothing
-// listening yet, the peer's backlog or rxm refusing, or reset before the
-// answer) is retried by a later send, after a pause that grows from 1 ms
-// to 1 s, while the sends keep returning fi.EAGAIN, as C's rxm does while
-// it connects; once FI_TCP_CONN_TIMEOUT has passed since the first
-// attempt, or when an attempt fails otherwise (timed out after
-// FI_TCP_CONN_TIMEOUT, unreachable), the next send returns that error
-// (fi.ECONNREFUSED, fi.ETIMEDOUT) once, and the one after starts over.
-// So 3,000 peers whose first sends reach one endpoint at once all get
-// through, with no error reaching the application. A connection that ends
-// (the peer closed or died, or broke the protocol) fails what was pending
-// on it with fi.ECANCELED error entries (fi.ETIMEDOUT when it timed out),
-// the rendezvous sends waiting for that peer included; other peers are
-// not touched, and the next send to the peer opens a new connection.
-//
-// A peer cannot hold the endpoint's receives for ever: a connection that
-// holds a posted receive (a rendezvous whose reads the peer must answer,
-// or a message whose payload it stopped sending half way) and delivers no
-// byte of it for FI_TCP_STALL_TIMEOUT (default 30 s) is dropped, and
-// those receives complete with fi.ETIMEDOUT error entries. A slow peer
-// that keeps delivering is not, however long the transfer; time the
-// connection waits for the application (no receive posted, no buffer
-// free) does not count. The watch runs with progress: from CQ reads, or
-// from the connection's goroutine while a reader blocks. C's rxm waits
-// for ever.
-//
-// Untagged messages of up to 16384 bytes (rxm's eager limit) go with the
-// 64-byte rxm header, tagged ones in the raw tagged form (the tag in the
-// tcp header, no rxm header); longer ones by rendezvous: the sender
-// registers its buffers in the domain's MR table under rxm's keys
-// (0x80000000 | a counter), sends a descriptor, and completes when the
-// receiver has read the data with tcp RMA reads straight into its posted
-// buffer and answered read-done. A receiving connection reads the rxm
-// header first, matches it against the posted receives (tag and ignore
-// mask, FI_DIRECTED_RECV by the connection's peer address, looked up in
-// the AV), and places the payload straight into the matched buffer. A
-// message no receive matches is kept, an eager one copied into one of up
-// to 256 pooled 16 KiB buffers (more wait in their socket until a receive
-// is posted), a rendezvous one as its descriptor, until a receive takes
-// it. Completions carry FI_SOURCE addresses (CompletionQueue.ReadFrom)
-// and remote CQ data.
-//
-// FI_DELIVERY_COMPLETE and FI_TRANSMIT_COMPLETE (on the call, or in
-// tx_attr.op_flags) complete a send only once the peer has the message:
-// an eager one carries tcp's delivery-complete flag and completes on the
-// peer's ACK, which comes once the payload is in the matched receive
-// buffer, or in the peer's own buffer when no receive was posted yet
-// (fi_cq(3)); a rendezvous one completes on read-done, after the peer
-// read the data into its buffer, whatever the flags. The receiving side
-// ACKs every message that carries the flag once it has consumed it. C's
-// rxm honours the flag on receipt, so this holds towards C peers; as a
-// sender, C 1.17's rxm carries only FI_TRANSMIT_COMPLETE (every message
-// of its connections asks for an ACK) and completes eager sends with
-// FI_DELIVERY_COMPLETE once written (docs/wire-tcp.md, §3.10). Receives are matched in the order they were posted
-// and messages of one peer in the order they were sent; completions of
-// different messages may come in another order (a rendezvous receive
-// completes when its reads do). RMA goes over the peer's connection as on
-// MSG endpoints.
-//
-// Not implemented: SAR (rxm's segmentation, which C uses only with
-// FI_OFI_RXM_ENABLE_DYN_RBUF=0), the write-based rendezvous
-// (FI_OFI_RXM_USE_RNDV_WRITE=1), atomics, credits and FI_MULTI_RECV. A C
-// peer configured for one of them gets its connection dropped at the first
-// such packet; a peer whose eager limit (FI_OFI_RXM_BUFFER_SIZE) is not
-// 16384 is refused at connection time, as C refuses it.
-//
-// A peer that breaks the protocol (a bad rxm header, a conn_id that is not
-// ours, lengths that do not add up, a read-done for nothing we sent, a read
-// or write outside what we registered) loses its connection and nothing
-// else.
+// FI_EP_RDM endpoints are rxm's (providers/rxm): a utility provider that
+// opens this provider's FI_EP_MSG endpoints through the public API, as
+// C's ofi_rxm opens C's tcp, and speaks rxm's protocol over them
+// (docs/wire-tcp.md, §3), so that Go and C RDM peers talk. This package
+// registers it as rxm.Over(tcp, "tcp;ofi_rxm"); the rxm package's doc has
+// its entries, its connections and what it implements. This provider's
+// own GetInfo offers FI_EP_MSG entries only, and its OpenEndpoint refuses
+// an FI_EP_RDM Info with fi.EINVAL.
 //
 // # Layering (what providers/rxm uses)
 //
@@ -279,21 +185,27 @@
 //   - kit.DynRecv (C's OFI_OPS_DYNAMIC_RBUF): SetDynRecv before Enable
 //     puts an endpoint in dynamic receive mode. Each incoming message's
 //     tcp header and first prefixLen payload bytes go to the handler,
-//     which says where the rest goes (placed straight from the socket,
-//     as the RDM connections place a matched message), discards it, or
-//     holds the connection with fi.EAGAIN until Resume. Each message
-//     completes on the endpoint's receive CQ with the handler's context
-//     (an error entry when the connection loses it half way); a
-//     delivery-complete message is acknowledged once placed; the stall
-//     watch (FI_TCP_STALL_TIMEOUT) and the manual data progress of the
-//     RDM connections apply.
+//     which says where the rest goes (placed straight from the socket),
+//     discards it, or holds the connection with fi.EAGAIN until Resume.
+//     Each message completes on the endpoint's receive CQ with the
+//     handler's context (an error entry when the connection loses it
+//     half way); a delivery-complete message is acknowledged once
+//     placed. Data progress is manual (see Progress), and the stall
+//     watch applies: a peer that owes the connection data (the rest of
+//     a message the handler placed, the responses to RMA reads such as
+//     a rendezvous's) and delivers no byte of it for
+//     FI_TCP_STALL_TIMEOUT (default 30 s) loses it, and what it held
+//     completes with fi.ETIMEDOUT error entries. A slow peer that keeps
+//     delivering is not, however long the transfer; time the connection
+//     waits for its own side (a held message, no transmit room) does not
+//     count. C's rxm waits for ever.
 //   - Tagged sends: an endpoint whose Info has FI_TAGGED (which no entry
 //     offers: the layer asks for it) implements ep.Tagged's sends in
 //     rxm's raw tagged form (op 0 with the tag flag, docs/wire-tcp.md
 //     §3.4), and in dynamic receive mode receives that form; tagged
 //     receives are fi.ENOSYS.
-//   - ConnTimeout on the fabric: FI_TCP_CONN_TIMEOUT, which bounds the
-//     retries of refused connections.
+//   - ConnTimeout on the fabric: FI_TCP_CONN_TIMEOUT, with which rxm
+//     bounds its retries of refused connections.
 //   - Alive on the endpoint: whether the connection may still carry data
 //     (the peer's end of stream counts before progress has read it).
 //
@@ -323,8 +235,8 @@
 //     milliseconds a connection attempt may take, from the TCP connect to
 //     the peer's CM answer, before it fails with fi.ETIMEDOUT on the event
 //     queue, and that an accepted socket has to deliver its request; how
-//     long an RDM endpoint retries a refused connection before a send
-//     reports it; default 30000, at least 1.
+//     long tcp;ofi_rxm retries a refused connection before a send reports
+//     it; default 30000, at least 1.
 //   - FI_TCP_USER_TIMEOUT: gofabric's own (C 1.17 sets no such bound): the
 //     milliseconds an established connection survives a peer that stops
 //     answering, a cut link or a dead host. Every connection gets
@@ -338,8 +250,8 @@
 //     (and turns off Go's keepalive), leaving the kernel's limits: about
 //     15 minutes of retransmissions. Each process reads its own
 //     environment, so a test can give one side a short bound.
-//   - FI_TCP_STALL_TIMEOUT: gofabric's own: the milliseconds a peer of an
-//     RDM endpoint may hold one of its posted receives without delivering
-//     a byte of it (see RDM endpoints above); default 30000, 0 waits for
-//     ever.
+//   - FI_TCP_STALL_TIMEOUT: gofabric's own: the milliseconds the peer of
+//     a connection in dynamic receive mode (tcp;ofi_rxm's) may owe it
+//     data without delivering a byte of it (see Layering above); default
+//     30000, 0 waits for ever.
 package tcp

@@ -11,9 +11,9 @@ import (
 
 // domain is an opened tcp domain (struct fid_domain; fi_domain(3)): the
 // objects of one interface address. It has completion queues
-// (kit.Domain's), counters, memory regions, and address vectors for its
-// RDM endpoints; the queues' reads drive the progress of the endpoints
-// bound to them. kit.Domain counts what is open on it and gives Close its
+// (kit.Domain's), counters, memory regions, and address vectors; the
+// queues' reads drive the progress of the endpoints bound to them.
+// kit.Domain counts what is open on it and gives Close its
 // fi.EBUSY rule ("tcp: close domain: 2 endpoints and 1 cq still open").
 // Safe for concurrent use.
 type domain struct {
@@ -37,8 +37,9 @@ func (d *domain) RegisterMR(attr *fi.MRAttr, flags fi.Flags) (fi.MR, error) {
 }
 
 // OpenAV opens an address vector (fi_av_open) of peer sockaddrs
-// (sockaddr_in, sockaddr_in6) for RDM endpoints; FI_AV_MAP and
-// FI_AV_TABLE both give dense indexes.
+// (sockaddr_in, sockaddr_in6); FI_AV_MAP and FI_AV_TABLE both give dense
+// indexes. The provider's FI_EP_MSG endpoints name their peer in Connect
+// and use none.
 func (d *domain) OpenAV(attr *fi.AVAttr) (fi.AV, error) {
 	return d.NewAV(attr, d.Info().AddrFormat, checkPeerName)
 }
@@ -56,10 +57,9 @@ func checkPeerName(b []byte) error {
 	return nil
 }
 
-// addrVector, completionQueue and counter are the domain's AVs, CQs and
-// counters; the queues drive the progress of the endpoints in their Eps.
+// completionQueue and counter are the domain's CQs and counters; they
+// drive the progress of the endpoints in their Eps.
 type (
-	addrVector      = kit.DomainAV[epSet]
 	completionQueue = kit.DomainCQ[epSet]
 	counter         = kit.DomainCounter[epSet]
 )

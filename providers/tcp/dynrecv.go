@@ -13,15 +13,14 @@ import (
 
 // Dynamic receive mode of FI_EP_MSG endpoints (kit.DynRecv, C's
 // OFI_OPS_DYNAMIC_RBUF): what a layer over this provider's connections
-// (providers/rxm) needs to keep the wire and the speed of the built-in RDM
-// endpoints (rdm*.go). An endpoint with a handler reads each message's
-// tcp header and the first prefixLen bytes of its payload (rkDynHdr),
-// asks the handler, and places the rest where it says (rkDyn), straight
-// from the socket once the staging buffer is drained, as the RDM
-// connections place a matched message; it acknowledges a
-// delivery-complete message once the rest is placed, before its
-// completion, and its stall watch (stall.go) covers the rest being
-// placed. A handler's fi.EAGAIN holds the message, and the connection's
+// (providers/rxm, tcp;ofi_rxm) needs to place each message where it
+// matches without a copy. An endpoint with a handler reads each
+// message's tcp header and the first prefixLen bytes of its payload
+// (rkDynHdr), asks the handler, and places the rest where it says
+// (rkDyn), straight from the socket once the staging buffer is drained;
+// it acknowledges a delivery-complete message once the rest is placed,
+// before its completion, and its stall watch (stall.go) covers the rest
+// being placed. A handler's fi.EAGAIN holds the message, and the connection's
 // receive side, until Resume: held is set under mu, resume by anyone;
 // each side sets its flag before it looks at the other's (the data path
 // after setStalled, in recv), so a Resume racing the handler's answer is
@@ -58,8 +57,8 @@ var _ kit.DynRecv = (*endpoint)(nil)
 // connection, as an error of its own does (fi.EINVAL).
 // It must come before Enable and before any receive is posted
 // (fi.EOPBADSTATE); afterwards Recv and its forms return fi.ENOSYS. Data
-// progress is then manual, as on the built-in RDM endpoints' connections:
-// it moves when the endpoint's CQ or counters are read, or while a reader
+// progress is then manual, as rxm's entries say (FI_PROGRESS_MANUAL): it
+// moves when the endpoint's CQ or counters are read, or while a reader
 // blocks on them.
 func (e *endpoint) SetDynRecv(h kit.DynRecvHandler, cookie any, prefixLen int) error {
 	if h == nil {

@@ -23,8 +23,8 @@ import (
 )
 
 // Dynamic receive mode (kit.DynRecv) and the raw tagged sends of FI_EP_MSG
-// endpoints: what rxm, layered over tcp's MSG endpoints, needs to keep the
-// built-in RDM endpoints' wire and zero-copy receive (issue 19, step 4).
+// endpoints: what rxm, layered over tcp's MSG endpoints, needs for C
+// ofi_rxm's wire and a receive with no copy (issue 19, step 4).
 
 const dynPrefix = 64 // rxm's header
 
@@ -289,7 +289,7 @@ func TestDynRecvEAGAINResume(t *testing.T) {
 			go func() {
 				defer close(done)
 				for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); runtime.Gosched() {
-					if tcp.BlockedReaders(p.server.cq) > 0 {
+					if n, _ := tcp.BlockedReaders(p.server.cq); n > 0 {
 						break
 					}
 				}
@@ -513,8 +513,7 @@ func TestDynRecvCutMidPayload(t *testing.T) {
 }
 
 // TestDynRecvStalled: the stall watch (FI_TCP_STALL_TIMEOUT) covers an
-// endpoint in dynamic receive mode as it covers the built-in RDM
-// connections: a peer that stops sending in the middle of a message the
+// endpoint in dynamic receive mode as it covers every connection: a peer that stops sending in the middle of a message the
 // handler placed, and keeps its connection open, loses it, and the
 // message completes with an fi.ETIMEDOUT error entry, while the reader
 // waits in SRead.

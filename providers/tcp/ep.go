@@ -57,8 +57,9 @@ type endpoint struct {
 	autoWG sync.WaitGroup
 	// polls counts the application's queue reads that ran progress.
 	polls atomic.Uint64
-	// stallAt is when the stall watch of an RDM connection falls due
-	// (monoNow's clock), 0 when it holds nothing (stall.go).
+	// stallAt is when the stall watch of a connection in dynamic receive
+	// mode falls due (monoNow's clock), 0 when it holds nothing
+	// (stall.go).
 	stallAt atomic.Int64
 	// lostWith is the fi.Errno the connection's pending operations failed
 	// with when it was lost (fi.ETIMEDOUT or fi.ECANCELED), 0 before.
@@ -66,11 +67,6 @@ type endpoint struct {
 	// dynHeld says the dynamic receive handler holds a message (set
 	// under mu), dynResume that Resume was called since (dynrecv.go).
 	dynHeld, dynResume atomic.Bool
-
-	// rdm is the RDM endpoint whose connection this is (rdm.go), nil for
-	// an application's FI_EP_MSG endpoint; peer is the peer it reaches.
-	rdm  *rdmEndpoint
-	peer *rdmPeer
 
 	// mu guards the data path: the socket and the transmit and receive
 	// state (progress.go).
@@ -90,21 +86,19 @@ var (
 // OpenEndpoint opens an active endpoint (fi_endpoint). With an Info from
 // an eq.ConnReq event (Info.Handle set) the endpoint is the one that
 // accepts that request; otherwise it connects with Connect. It returns
-// fi.EINVAL for an Info that is not FI_EP_MSG or a handle that is not a
-// pending request of this provider.
+// fi.EINVAL for an Info that is not FI_EP_MSG (FI_EP_RDM endpoints are
+// tcp;ofi_rxm's, providers/rxm over this provider) or a handle that is
+// not a pending request of this provider.
 func (d *domain) OpenEndpoint(info *fi.Info) (ep.Endpoint, error) {
 	if info == nil {
 		info = d.Info()
 	}
-	if info.EPAttr != nil && info.EPAttr.Type == fi.EPTypeRDM && info.Handle == nil {
-		r, err := d.openRDM(info)
-		if err != nil {
-			return nil, err
-		}
-		return r, nil
+	if info.EPAttr != nil && info.EPAttr.Type == fi.EPTypeRDM {
+		return nil, errors.Wrapf(fi.EINVAL,
+			"tcp: open endpoint: ep type FI_EP_RDM not supported (offers FI_EP_MSG); FI_EP_RDM is %s (providers/rxm over tcp)", rxmName)
 	}
 	if info.EPAttr != nil && info.EPAttr.Type != fi.EPTypeUnspec && info.EPAttr.Type != fi.EPTypeMsg {
-		return nil, errors.Wrapf(fi.EINVAL, "tcp: open endpoint: ep type %v not supported (offers FI_EP_MSG and FI_EP_RDM)", info.EPAttr.Type)
+		return nil, errors.Wrapf(fi.EINVAL, "tcp: open endpoint: ep type %v not supported (offers FI_EP_MSG)", info.EPAttr.Type)
 	}
 	req, err := kit.ConnRequest[*connReq]("tcp", info)
 	if err != nil {
@@ -319,10 +313,6 @@ func (e *endpoint) Alive() bool {
 
 // postEvent queues ev on the bound event queue.
 func (e *endpoint) postEvent(ev eq.Event) {
-	if e.rdm != nil {
-		e.rdm.connEvent(e, ev, 0, nil)
-		return
-	}
 	if q := e.eventQueue(); q != nil {
 		_ = q.Post(ev)
 	}
@@ -332,10 +322,6 @@ func (e *endpoint) postEvent(ev eq.Event) {
 // errno when a system call failed (ProvErrno, 0 otherwise), and a reject's
 // data.
 func (e *endpoint) postError(code fi.Errno, provErrno int, data []byte) {
-	if e.rdm != nil {
-		e.rdm.connEvent(e, nil, code, data)
-		return
-	}
 	if q := e.eventQueue(); q != nil {
 		_ = q.PostErr(&eq.EQError{Fid: e, Err: code, ProvErrno: provErrno, ErrData: data})
 	}

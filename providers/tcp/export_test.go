@@ -12,28 +12,26 @@ func BacklogSize(p ep.PassiveEndpoint) int { return p.(*passiveEP).Backlog.Size(
 // from at once.
 const MaxHandshakes = maxHandshakes
 
-// Handshakes returns how many accepted sockets the listener of x (a
-// passive endpoint or an RDM endpoint) waits for a request from.
-func Handshakes(x any) int {
-	p, ok := x.(*passiveEP)
-	if !ok {
-		p = x.(*rdmEndpoint).pep
-	}
+// Handshakes returns how many accepted sockets the passive endpoint pe
+// waits for a request from.
+func Handshakes(pe ep.PassiveEndpoint) int {
+	p := pe.(*passiveEP)
 	p.Mu.Lock()
 	defer p.Mu.Unlock()
 	return len(p.hs)
 }
 
 // BlockedReaders returns how many readers are blocked in SRead or Wait
-// on q, a completion queue, counter or event queue of the provider.
-func BlockedReaders(q any) int {
+// on q, a completion queue, counter or event queue of the provider; ok is
+// false for a queue of another provider (tcp;ofi_rxm's).
+func BlockedReaders(q any) (n int, ok bool) {
 	switch x := q.(type) {
 	case *completionQueue:
-		return int(x.Eps.waiting.Load())
+		return int(x.Eps.waiting.Load()), true
 	case *counter:
-		return int(x.Eps.waiting.Load())
+		return int(x.Eps.waiting.Load()), true
 	case *eventQueue:
-		return int(x.Eps.waiting.Load())
+		return int(x.Eps.waiting.Load()), true
 	}
-	panic("tcp: BlockedReaders: not a queue of the provider")
+	return 0, false
 }

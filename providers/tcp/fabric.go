@@ -35,7 +35,7 @@ func (provider) OpenFabric(attr *fi.FabricAttr) (fi.Fabric, error) {
 	}
 	f := &fabric{params: p}
 	f.DrivenEQ = true
-	if err := f.Init(provName, provVersion, attr, fi.EPTypeMsg, fi.EPTypeRDM); err != nil {
+	if err := f.Init(provName, provVersion, attr, fi.EPTypeMsg); err != nil {
 		return nil, err
 	}
 	if err := p.offer().CheckFabric(attr.Name); err != nil {
@@ -56,11 +56,10 @@ func (f *fabric) OpenDomain(info *fi.Info) (fi.Domain, error) {
 
 // ConnTimeout is FI_TCP_CONN_TIMEOUT as the fabric read it when it
 // opened (gofabric's own variable; fi_info -e lists it): how long a
-// connection attempt, or an accepted socket's request, may take, and how
-// long the built-in RDM endpoints retry a refused connection. libfabric's
-// C tcp provider has no such parameter; a layer over this provider
-// (providers/rxm) bounds its own retries of refused connections with it,
-// as the built-in RDM endpoints do.
+// connection attempt, or an accepted socket's request, may take.
+// libfabric's C tcp provider has no such parameter; a layer over this
+// provider (providers/rxm, tcp;ofi_rxm) bounds its retries of refused
+// connections with it.
 func (f *fabric) ConnTimeout() time.Duration { return f.params.connTimeout }
 
 // eventQueue is the fabric's EQ.

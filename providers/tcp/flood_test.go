@@ -81,8 +81,9 @@ func connectPairAfter(t *testing.T, before func(name []byte)) *pair {
 	return p
 }
 
-// TestHalfOpenFloodRDM: the same for the listener of an RDM endpoint (with
-// fewer sockets, enough to fill it: CI time): after the silent
+// TestHalfOpenFloodRDM: the same for the listener of an RDM endpoint
+// (tcp;ofi_rxm, whose listener is a passive endpoint of this provider;
+// with fewer sockets, enough to fill it: CI time): after the silent
 // connections, a peer's first send reaches it.
 func TestHalfOpenFloodRDM(t *testing.T) {
 	cleanEnv(t)
@@ -92,5 +93,4 @@ func TestHalfOpenFloodRDM(t *testing.T) {
 	defer hub.close()
 	flood(t, hub.name(t), tcp.MaxHandshakes+100)
 	hrRequireServes(t, hub, nil)
-	require.LessOrEqual(t, tcp.Handshakes(hub.e), tcp.MaxHandshakes)
 }

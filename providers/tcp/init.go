@@ -7,11 +7,10 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/cockroachdb/errors"
-
 	"github.com/gofabric/gofabric/fi"
 	"github.com/gofabric/gofabric/internal/netif"
 	"github.com/gofabric/gofabric/kit"
+	"github.com/gofabric/gofabric/providers/rxm"
 )
 
 // provName is the provider's registered name, libfabric's.
@@ -95,76 +94,25 @@ func newEntry(f fi.AddrFormat, domain, fabric string, _ bool) *fi.Info {
 	}
 }
 
-// Attributes of the C provider's FI_EP_RDM entries, tcp;ofi_rxm (fi_info
-// -v -p tcp -t FI_EP_RDM), without FI_MULTI_RECV (not implemented) and
-// mode FI_BUFFERED_RECV (not needed), and with FI_SOURCE and
-// FI_DIRECTED_RECV, which rxm grants when asked. C lists three variants of
-// the entry per address; gofabric lists one.
-const (
-	rdmCaps = fi.CapMsg | fi.CapRMA | fi.CapTagged | fi.CapRead | fi.CapWrite | fi.CapRecv | fi.CapSend |
-		fi.CapRemoteRead | fi.CapRemoteWrite | fi.CapLocalComm | fi.CapRemoteComm | fi.CapSource | fi.CapDirectedRecv
-	rdmTxCaps = fi.CapMsg | fi.CapRMA | fi.CapTagged | fi.CapRead | fi.CapWrite | fi.CapSend
-	rdmRxCaps = fi.CapMsg | fi.CapRMA | fi.CapTagged | fi.CapRecv | fi.CapRemoteRead | fi.CapRemoteWrite |
-		fi.CapSource | fi.CapDirectedRecv
-	// rdmProvName is how libfabric names the layering.
-	rdmProvName = provName + ";ofi_rxm"
-
-	// rdmMaxTxSize and rdmMaxRxSize are the deepest RDM queues hints may
-	// ask for, rxm's (16384 and 65536; it reports 2048 by default).
-	rdmMaxTxSize = 16384
-	rdmMaxRxSize = 65536
-	// rdmTxOpFlags and rdmRxOpFlags are the default operation flags
-	// rxm takes in hints: tcp's but FI_COMMIT_COMPLETE; FI_MULTI_RECV,
-	// which rxm takes on receives, is not implemented.
-	rdmTxOpFlags = fi.FlagInject | fi.FlagInjectComplete | fi.FlagTransmitComplete | fi.FlagDeliveryComplete |
-		fi.FlagCompletion
-	rdmRxOpFlags = fi.FlagCompletion
-)
-
-// newRDMEntry returns an FI_EP_RDM (tcp;ofi_rxm) entry for an address of
-// format f in domain and fabric. A localOnly entry (a loopback address of
-// the interface listing, whose caps netif.Offer narrows) lacks
-// FI_REMOTE_COMM in its domain caps too, as rxm narrows them.
-func newRDMEntry(f fi.AddrFormat, domain, fabric string, localOnly bool) *fi.Info {
-	dcaps := domainCaps
-	if localOnly {
-		dcaps &^= fi.CapRemoteComm
-	}
-	return &fi.Info{
-		Caps:       rdmCaps,
-		AddrFormat: f,
-		TxAttr: &fi.TxAttr{
-			Caps: rdmTxCaps, MsgOrder: msgOrder, CompOrder: fi.OrderNone,
-			InjectSize: rdmInjectSize, Size: rdmQueueSize, IOVLimit: iovLimit, RMAIOVLimit: iovLimit,
-		},
-		RxAttr: &fi.RxAttr{
-			Caps: rdmRxCaps, MsgOrder: msgOrder, CompOrder: fi.OrderNone,
-			Size: rdmQueueSize, IOVLimit: iovLimit,
-		},
-		EPAttr: &fi.EPAttr{
-			Type: fi.EPTypeRDM, Protocol: fi.ProtoRXM, ProtocolVersion: 1,
-			MaxMsgSize: math.MaxInt, MaxOrderRAWSize: math.MaxInt, MaxOrderWAWSize: math.MaxInt,
-			MemTagFormat: 0xaaaaaaaaaaaaaaaa, TxCtxCnt: 1, RxCtxCnt: 1,
-		},
-		DomainAttr: &fi.DomainAttr{
-			Name: domain, Threading: fi.ThreadSafe,
-			ControlProgress: fi.ProgressAuto, DataProgress: fi.ProgressManual,
-			ResourceMgmt: fi.RMEnabled, AVType: fi.AVUnspec, MRMode: mrMode,
-			MRKeySize: 8, CQDataSize: cqDataSize, CQCnt: 65536, EPCnt: 32768,
-			TxCtxCnt: 1, RxCtxCnt: 1, MaxEPTxCtx: 1, MaxEPRxCtx: 1,
-			MRIOVLimit: 1, Caps: dcaps,
-		},
-		FabricAttr: &fi.FabricAttr{Name: fabric, ProvName: rdmProvName, ProvVersion: provVersion, APIVersion: fi.APIVersion},
-	}
-}
-
 // provider is the tcp provider (struct fi_provider "tcp"); kit.Provider
 // gives its name and version.
 type provider struct{ kit.Provider }
 
-func init() { fi.Register(provider{kit.Provider{ProvName: provName, ProvVersion: provVersion}}) }
+// rxmName is libfabric's name of rxm layered over this provider.
+const rxmName = provName + ";ofi_rxm"
 
-var _ fi.Provider = provider{}
+// init registers rxm over the provider as "tcp;ofi_rxm" (C's ofi_rxm
+// over tcp, fi_rxm(7)): the FI_EP_RDM endpoints, which speak C rxm's
+// protocol over this provider's connections; then the provider itself.
+func init() {
+	tcp := provider{kit.Provider{ProvName: provName, ProvVersion: provVersion}}
+	fi.Register(rxm.Over(tcp, rxmName))
+	fi.Register(tcp)
+}
+
+var (
+	_ fi.Provider = provider{}
+)
 
 // GetInfo returns one FI_EP_MSG entry per address of each interface that
 // is up (only FI_TCP_IFACE's when set), as the C provider does: domain
@@ -176,58 +124,31 @@ var _ fi.Provider = provider{}
 // leaves from.
 //
 // Hints may ask for queues up to the C provider's maxima (tx_attr.size
-// 1024 and rx_attr.size 65536 for FI_EP_MSG, 16384 and 65536 for
-// FI_EP_RDM) and for the default operation flags it takes
-// (tx_attr.op_flags: FI_INJECT, FI_INJECT_COMPLETE,
-// FI_TRANSMIT_COMPLETE, FI_DELIVERY_COMPLETE, FI_COMPLETION, and
-// FI_COMMIT_COMPLETE on FI_EP_MSG; rx_attr.op_flags: FI_COMPLETION); the
-// entries carry the hints' sizes and op flags, the defaults (256 and 2048
-// for FI_EP_RDM, no op flags) when the hints leave them 0, as C's do.
-// FI_MULTI_RECV is declined with its reason: not implemented.
+// 1024 and rx_attr.size 65536) and for the default operation flags it
+// takes (tx_attr.op_flags: FI_INJECT, FI_INJECT_COMPLETE,
+// FI_TRANSMIT_COMPLETE, FI_DELIVERY_COMPLETE, FI_COMMIT_COMPLETE,
+// FI_COMPLETION; rx_attr.op_flags: FI_COMPLETION); the entries carry the
+// hints' sizes and op flags, the defaults (256, no op flags) when the
+// hints leave them 0, as C's do. FI_EP_RDM entries are tcp;ofi_rxm's
+// (providers/rxm over this provider), which init registers.
 func (provider) GetInfo(ctx context.Context, node, service string, flags fi.Flags, hints *fi.Info) ([]*fi.Info, error) {
 	p, err := loadParams()
 	if err != nil {
 		return nil, err
 	}
-	o := p.offer()
-	o.Entry = offerEntry(newRDMEntry, rdmMaxTxSize, rdmMaxRxSize, rdmTxOpFlags, rdmRxOpFlags)
-	var (
-		rdm  []*fi.Info
-		rerr error
-	)
 	if reason := badSizes(hints); reason != "" {
 		return nil, kit.Declined(provName, reason, "")
 	}
-	if reason := multiRecvAsked(hints); reason != "" {
-		rerr = kit.Declined(provName, reason, "")
-	} else {
-		rdm, rerr = o.GetInfo(ctx, node, service, flags, hints)
-	}
-	o = p.offer()
+	o := p.offer()
 	o.Entry = offerEntry(newEntry, maxTxSize, maxRxSize, msgTxOpFlags, msgRxOpFlags)
-	msg, merr := o.GetInfo(ctx, node, service, flags, hints)
-	for _, in := range rdm {
-		kit.AlterInfo(in, hints, rdmQueueSize)
+	msg, err := o.GetInfo(ctx, node, service, flags, hints)
+	if err != nil {
+		return nil, err
 	}
 	for _, in := range msg {
 		kit.AlterInfo(in, hints, queueSize)
 	}
-	switch {
-	case rerr == nil && merr == nil:
-		return append(rdm, msg...), nil
-	case rerr == nil:
-		return rdm, nil
-	case merr == nil:
-		return msg, nil
-	}
-	var a, b *fi.NoMatchError
-	if errors.As(rerr, &a) && errors.As(merr, &b) {
-		return nil, &fi.NoMatchError{Reasons: append(append([]fi.ProviderReason(nil), a.Reasons...), b.Reasons...)}
-	}
-	if errors.As(rerr, &a) {
-		return nil, merr
-	}
-	return nil, rerr
+	return msg, nil
 }
 
 // offerEntry wraps the entry function entry into the one GetInfo matches
@@ -255,25 +176,6 @@ func badSizes(hints *fi.Info) string {
 		return fmt.Sprintf("rx size %d not supported", hints.RxAttr.Size)
 	}
 	return ""
-}
-
-// multiRecvAsked returns why hints asking for FI_MULTI_RECV (a cap or a
-// receive op flag) get no RDM entry, or "".
-func multiRecvAsked(hints *fi.Info) string {
-	if hints == nil {
-		return ""
-	}
-	asked := hints.Caps&fi.CapMultiRecv != 0
-	if hints.RxAttr != nil {
-		asked = asked || hints.RxAttr.Caps&fi.CapMultiRecv != 0 || hints.RxAttr.OpFlags&fi.FlagMultiRecv != 0
-	}
-	if hints.EPAttr != nil && hints.EPAttr.Type != fi.EPTypeUnspec && hints.EPAttr.Type != fi.EPTypeRDM {
-		return ""
-	}
-	if !asked {
-		return ""
-	}
-	return "FI_MULTI_RECV (multi-receive buffers) is not implemented by gofabric's " + rdmProvName + " (C's rxm offers it)"
 }
 
 // offer is the provider's interface-based GetInfo with its parameters.

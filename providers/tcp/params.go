@@ -27,11 +27,11 @@ var (
 	paramCongestion = fi.DefineParam(provName, "congestion", fi.ParamString,
 		"gofabric only: TCP congestion control of the provider's connections, one of net.ipv4.tcp_available_congestion_control, e.g. reno or cubic (default: the system's, net.ipv4.tcp_congestion_control)")
 	paramConnTimeout = fi.DefineParam(provName, "conn_timeout", fi.ParamInt,
-		"gofabric only: milliseconds a connection attempt may take, from the TCP connect to the peer's CM response, before it fails with FI_ETIMEDOUT; also bounds the wait for a request on an accepted socket, and how long an RDM endpoint retries a refused connection (default: 30000)")
+		"gofabric only: milliseconds a connection attempt may take, from the TCP connect to the peer's CM response, before it fails with FI_ETIMEDOUT; also bounds the wait for a request on an accepted socket, and how long tcp;ofi_rxm retries a refused connection (default: 30000)")
 	paramUserTimeout = fi.DefineParam(provName, "user_timeout", fi.ParamInt,
 		"gofabric only: milliseconds an established connection may go without the peer acknowledging data or answering keepalive probes before it fails (TCP_USER_TIMEOUT, with keepalive probes every third of it); 0 leaves the kernel's retransmission limits, about 15 minutes, and no keepalive (default: 30000)")
 	paramStallTimeout = fi.DefineParam(provName, "stall_timeout", fi.ParamInt,
-		"gofabric only: milliseconds a peer of an RDM endpoint may hold a posted receive without delivering a byte of it (a rendezvous whose reads it does not answer, a message it stopped sending half way) before its connection is dropped and the receive fails with FI_ETIMEDOUT; 0 waits for ever (default: 30000)")
+		"gofabric only: milliseconds a peer of a connection in dynamic receive mode (the connections of tcp;ofi_rxm) may go without delivering a byte of what it owes (read responses of a rendezvous, the rest of a message it stopped sending half way) before the connection is dropped and what it held fails with FI_ETIMEDOUT; 0 waits for ever (default: 30000)")
 )
 
 // params are the provider's settings, read from the environment by
@@ -56,8 +56,9 @@ type params struct {
 	// userTimeout is the TCP_USER_TIMEOUT of established connections,
 	// with keepalive probes (FI_TCP_USER_TIMEOUT); 0 leaves the kernel's.
 	userTimeout time.Duration
-	// stallTimeout bounds how long a peer of an RDM endpoint may hold a
-	// receive without progress (FI_TCP_STALL_TIMEOUT); 0 is no bound.
+	// stallTimeout bounds how long the peer of a connection in dynamic
+	// receive mode may owe data without progress (FI_TCP_STALL_TIMEOUT);
+	// 0 is no bound.
 	stallTimeout time.Duration
 }
 
@@ -94,8 +95,9 @@ const defaultConnTimeoutMS = 30000
 // 30 s rather than after the kernel's 15 minutes of retransmissions.
 const defaultUserTimeoutMS = 30000
 
-// defaultStallTimeoutMS is FI_TCP_STALL_TIMEOUT's default: a peer holds an
-// RDM endpoint's receive for at most 30 s without progress.
+// defaultStallTimeoutMS is FI_TCP_STALL_TIMEOUT's default: a peer of a
+// connection in dynamic receive mode owes data for at most 30 s without
+// progress.
 const defaultStallTimeoutMS = 30000
 
 // maxMS is the largest millisecond value a time.Duration holds.

@@ -65,10 +65,6 @@ type passiveEP struct {
 	fabric *fabric
 	log    func(msg string, args ...any)
 
-	// onReq, when set, takes the connection requests instead of an event
-	// queue: the listener of an RDM endpoint (rdm.go).
-	onReq func(r *connReq, data []byte)
-
 	// Guarded by Passive.Mu.
 	fd   int // the bound socket until Listen, then -1
 	name []byte
@@ -380,10 +376,6 @@ func (p *passiveEP) readRequest(c *net.TCPConn) {
 	if err != nil {
 		p.log("tcp: refused a connection request", "peer", c.RemoteAddr(), "err", err)
 		r.reject(nil)
-		return
-	}
-	if p.onReq != nil {
-		p.onReq(r, data)
 		return
 	}
 	p.PostRequest(p, info, data)

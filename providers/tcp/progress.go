@@ -5,7 +5,6 @@ package tcp
 import (
 	"github.com/gofabric/gofabric/eq"
 	"github.com/gofabric/gofabric/fi"
-	"github.com/gofabric/gofabric/internal/rxmwire"
 	"github.com/gofabric/gofabric/kit"
 	"golang.org/x/sys/unix"
 )
@@ -51,20 +50,12 @@ type txEntry struct {
 	rlen    int // txRead: bytes the response must carry
 	ctx     any
 	cqFlags fi.Flags
-	// internal marks an operation of the RDM layer (rdm.go): no CQ entry
-	// and no counter; when ctx is set the RDM endpoint hears of its end.
-	internal bool
-	niov     int
-	iov      [iovLimit][]byte // payload, or txRead's destination
-	// hdr holds the header, and after it an injected payload or the RDM
-	// layer's prefix: small messages go out as one contiguous segment.
-	hdr [maxDataHeaderSize + hdrRoom]byte
+	niov    int
+	iov     [iovLimit][]byte // payload, or txRead's destination
+	// hdr holds the header, and after it an injected payload: small
+	// messages go out as one contiguous segment.
+	hdr [maxDataHeaderSize + injectSize]byte
 }
-
-// hdrRoom is the room after the tcp header: an injected payload, or an rxm
-// packet header with a rendezvous descriptor, or an rxm header with an
-// injected payload.
-const hdrRoom = max(injectSize, rxmwire.HeaderSize+rxmwire.RndvDescSize, rxmwire.HeaderSize+rdmInjectSize)
 
 // segments appends the entry's unsent bytes, from offset off, to v.
 func (t *txEntry) segments(v *iovec, off int) bool {
@@ -152,14 +143,10 @@ const (
 	rkMsg rxKind = iota
 	rkWrite
 	rkReadRsp
-	rkUnexp // an unexpected message, into the RDM endpoint's buffer
-	rkDrop  // nothing: the packet was handled when its header arrived
-	rkDyn   // the rest of a message, where the dynamic receive handler said (dynrecv.go)
-	// The kinds from here on read bytes the endpoint acts on once they
-	// are all in (recv tests kind >= rkRxmHdr).
-	rkRxmHdr  // an RDM connection's rxm packet header (rdmdata.go)
-	rkRxmBody // a rendezvous descriptor
-	rkDynHdr  // the prefix of a message for the dynamic receive handler
+	rkDyn // the rest of a message, where the dynamic receive handler said (dynrecv.go)
+	// rkDynHdr is the prefix of a message for the dynamic receive
+	// handler, which the endpoint acts on once it is all in.
+	rkDynHdr
 )
 
 type dataPath struct {
@@ -212,18 +199,14 @@ type dataPath struct {
 	// and its time by about 6%; 64-byte messages did not change.)
 	rwait, wwait bool
 	// tagged lets op-0 messages carry a tag (rxm's raw tagged form,
-	// §3.4): set on the connections of RDM endpoints, and on endpoints
-	// in dynamic receive mode opened with FI_TAGGED.
+	// §3.4): set on endpoints in dynamic receive mode opened with
+	// FI_TAGGED.
 	tagged bool
-	// rdm is the RDM endpoint the connection belongs to, nil for an
-	// FI_EP_MSG endpoint; rx is its state for the message being received.
-	rdm *rdmEndpoint
-	rx  rdmRx
 	// dyn is the state of dynamic receive mode (dynrecv.go), nil for an
 	// endpoint that fills posted receives.
 	dyn *dynRecv
 	// watched says the stall watch covers the connection (stall.go): an
-	// RDM connection, or an endpoint in dynamic receive mode.
+	// endpoint in dynamic receive mode.
 	watched bool
 	// reads counts the read requests queued or written and not yet
 	// answered; rspBytes and msgBytes count the payload bytes of read
@@ -285,7 +268,7 @@ func (e *endpoint) progress() {
 }
 
 // progress moves data both ways as far as the socket allows, then
-// checks the stall watch of an RDM connection.
+// checks the stall watch of a connection in dynamic receive mode.
 func (d *dataPath) progress(e *endpoint) {
 	if d.fd < 0 {
 		return
@@ -393,15 +376,6 @@ func (d *dataPath) txDone(e *endpoint, i int) {
 	if t.kind == txRead {
 		d.reads--
 	}
-	if t.internal {
-		d.appOps--
-		ctx := t.ctx
-		d.release(i)
-		if ctx != nil {
-			d.rdm.opDone(e, ctx, 0)
-		}
-		return
-	}
 	if t.report && e.TxCQ != nil {
 		_ = e.TxCQ.CompleteOverflow(eq.Completion{Context: t.ctx, Flags: t.cqFlags}, fi.AddrUnspec)
 	}
@@ -421,15 +395,6 @@ func (d *dataPath) txFailed(e *endpoint, i int, code fi.Errno) {
 	}
 	if t.kind == txAck || t.kind == txReadRsp {
 		d.release(i)
-		return
-	}
-	if t.internal {
-		d.appOps--
-		ctx := t.ctx
-		d.release(i)
-		if ctx != nil {
-			d.rdm.opDone(e, ctx, code)
-		}
 		return
 	}
 	if !t.inject && e.TxCQ != nil {
@@ -483,20 +448,14 @@ func (d *dataPath) recv(e *endpoint) error {
 				return nil
 			}
 		case rsPayload:
-			if d.kind >= rkRxmHdr && d.dstLeft == 0 {
-				var ok bool
-				var err error
-				if d.kind == rkDynHdr {
-					ok, err = d.dynArrived(e)
-				} else {
-					ok, err = d.rxmPacket(e)
-				}
+			if d.kind == rkDynHdr && d.dstLeft == 0 {
+				ok, err := d.dynArrived(e)
 				if err != nil {
 					return err
 				}
 				e.setStalled(!ok)
 				if !ok {
-					if d.kind == rkDynHdr && e.dynResume.Load() {
+					if e.dynResume.Load() {
 						continue // resumed while the handler decided (dynrecv.go)
 					}
 					return nil
@@ -592,7 +551,7 @@ func (d *dataPath) consumed(k int) {
 	switch d.kind {
 	case rkReadRsp:
 		d.rspBytes += uint64(k)
-	case rkMsg, rkUnexp, rkDyn:
+	case rkMsg, rkDyn:
 		d.msgBytes += uint64(k)
 	}
 	for k > 0 {
@@ -645,6 +604,16 @@ func (d *dataPath) setDst(iov [][]byte, n int) {
 	}
 }
 
+// setDst1 points the destination cursor at b, for n payload bytes.
+func (d *dataPath) setDst1(b []byte, n int) {
+	d.dst[0], d.dstN = b, 1
+	d.dstI, d.dstOff, d.placed = 0, 0, 0
+	d.dstLeft = n
+	if len(b) == 0 {
+		d.dstI = 1
+	}
+}
+
 // dispatch acts on the parsed header. It reports false when the message
 // must wait: for a posted receive, or for a free entry for its answer.
 // Errors break the protocol and drop the connection.
@@ -661,8 +630,8 @@ func (d *dataPath) dispatch(e *endpoint) (bool, error) {
 	}
 	if h.hasTag() && (!d.tagged || h.op != opMsg) {
 		// Tagged messages need a tag-matching receiver (§2.5.2): a plain
-		// MSG endpoint is not one; an RDM connection takes rxm's form,
-		// op 0 with the tag flag.
+		// MSG endpoint is not one; one in dynamic receive mode opened
+		// with FI_TAGGED takes rxm's form, op 0 with the tag flag.
 		return false, fi.EIO
 	}
 	needAck := h.needsAck()
@@ -671,9 +640,6 @@ func (d *dataPath) dispatch(e *endpoint) (bool, error) {
 	}
 	switch h.op {
 	case opMsg:
-		if d.rdm != nil {
-			return d.rxmDispatch(e, payload)
-		}
 		if d.dyn != nil {
 			return d.dynDispatch(payload), nil
 		}
@@ -758,19 +724,9 @@ func (d *dataPath) finish(e *endpoint) {
 		d.sendQ.push(d.ackSlot)
 		d.ackSlot = -1
 	}
-	if d.rdm != nil && d.kind != rkWrite && d.kind != rkReadRsp {
-		d.rxmFinish(e)
-		clear(d.dst[:d.dstN])
-		d.dstN = 0
-		return
-	}
 	switch d.kind {
 	case rkMsg:
 		flags := fi.FlagRecv | fi.FlagMsg
-		var tag uint64
-		if h.hasTag() {
-			flags, tag = fi.FlagRecv|fi.FlagTagged, h.tag
-		}
 		var data uint64
 		if h.flags&flagCQData != 0 {
 			flags |= fi.FlagRemoteCQData
@@ -780,14 +736,14 @@ func (d *dataPath) finish(e *endpoint) {
 		if over := h.payloadLen() - uint64(d.placed); over > 0 {
 			if e.RxCQ != nil {
 				_ = e.RxCQ.CompleteErr(&eq.CQError{Context: c.ctx, Flags: flags, Len: d.placed,
-					Data: data, Tag: tag, OLen: int(min(over, uint64(maxInt))), Err: fi.ETRUNC})
+					Data: data, OLen: int(min(over, uint64(maxInt))), Err: fi.ETRUNC})
 			}
 			if k := e.Cntr[kit.CntrRecv]; k != nil {
 				_ = k.AddErr(1)
 			}
 		} else {
 			if c.report && e.RxCQ != nil {
-				_ = e.RxCQ.CompleteOverflow(eq.Completion{Context: c.ctx, Flags: flags, Len: d.placed, Data: data, Tag: tag}, fi.AddrUnspec)
+				_ = e.RxCQ.CompleteOverflow(eq.Completion{Context: c.ctx, Flags: flags, Len: d.placed, Data: data}, fi.AddrUnspec)
 			}
 			if k := e.Cntr[kit.CntrRecv]; k != nil {
 				_ = k.Add(1)
@@ -952,15 +908,8 @@ func (d *dataPath) flushAll(e *endpoint, code fi.Errno) {
 	if d.rstate == rsPayload {
 		switch d.kind {
 		case rkMsg:
-			if d.rdm != nil {
-				d.rdm.recvFailed(&d.cur, &d.rx, code)
-			} else {
-				d.recvFailed(e, &d.cur, code)
-			}
+			d.recvFailed(e, &d.cur, code)
 			d.cur = rxEntry{}
-		case rkUnexp:
-			d.rdm.dropUnexp(d.rx.unexp)
-			d.rx.unexp = nil
 		case rkReadRsp:
 			d.readQ.pop()
 			d.txFailed(e, d.curTx, code)

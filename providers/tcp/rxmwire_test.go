@@ -12,7 +12,8 @@ import (
 
 // TestRxmRecordsInCMCaptures reads the private data of the tcp CM
 // messages captured from C fi_pingpong -p tcp -e rdm (docs/wire-tcp.md,
-// §3.2) as rxm records, as the RDM endpoints do, and re-encodes them.
+// §3.2) as rxm records, as rxm over this provider does, and re-encodes
+// them.
 func TestRxmRecordsInCMCaptures(t *testing.T) {
 	data := func(name string) []byte {
 		for _, c := range cmCases {
@@ -42,8 +43,8 @@ func TestRxmRecordsInCMCaptures(t *testing.T) {
 }
 
 // TestRxmOverTCP decodes the captured 184-byte rendezvous request and
-// the 144-byte eager ping as an RDM connection does: tcp header, rxm
-// header, body.
+// the 144-byte eager ping as rxm over this provider reads them: tcp
+// header, rxm header, body.
 func TestRxmOverTCP(t *testing.T) {
 	var c dataCodec
 	opHdr := "02 00 00 00 00 00 00 00"

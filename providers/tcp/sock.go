@@ -62,8 +62,8 @@ func (v *iovec) clear() {
 // below are raw system calls, without the scheduler's bookkeeping for
 // calls that may block: a large write keeps the kernel busy a while (about
 // 150 µs for 1 MiB on loopback), but telling the scheduler costs more
-// (it hands the P off and back), measured on the 1 MiB rendezvous of RDM
-// endpoints.
+// (it hands the P off and back), measured on 1 MiB rendezvous transfers
+// of RDM endpoints over this provider.
 func (v *iovec) writev(fd int) (int, error) {
 	for {
 		n, _, e := unix.RawSyscall(unix.SYS_WRITEV, uintptr(fd), uintptr(unsafe.Pointer(&v.v[0])), uintptr(v.n))

@@ -8,24 +8,22 @@ import (
 	"github.com/gofabric/gofabric/fi"
 )
 
-// The stall watch of RDM connections (FI_TCP_STALL_TIMEOUT). A connection
-// holds one of the endpoint's posted receives while the receive's data
-// comes over it: the reads of a rendezvous (the peer must answer them; RMA
-// reads the application issued count too), or the payload of a message
-// whose header matched the receive or took an unexpected-message buffer.
-// While reads are out only their responses count as progress, so that a
-// peer cannot keep a rendezvous waiting by sending other messages. A peer
-// that delivers no byte of what the connection holds for the timeout, a
-// rendezvous whose reads it never answers or a message it stopped
-// sending half way, loses its connection: what it held completes with
-// fi.ETIMEDOUT error entries, and the endpoint's other connections and
-// receives are not touched. Time spent waiting for the application (no
-// receive posted, no buffer free: the connection reads nothing then) does
-// not count. Without it such a peer held the receives for as long as it
-// kept its connection open. FI_EP_MSG connections, whose application owns
-// them and can shut one down, are not watched, but for those in dynamic
-// receive mode (dynrecv.go: a layer such as rxm owns them, and the rest of
-// a message its handler placed counts as held).
+// The stall watch of connections in dynamic receive mode
+// (FI_TCP_STALL_TIMEOUT; dynrecv.go). A layer such as rxm owns those
+// connections, not an application that could shut one down, and a
+// connection holds what its peer owes: the rest of a message whose
+// handler said where it goes, or the responses to RMA reads (a
+// rendezvous: the peer must answer them). While reads are out only their
+// responses count as progress, so that a peer cannot keep a rendezvous
+// waiting by sending other messages. A peer that delivers no byte of what
+// the connection holds for the timeout, reads it never answers or a
+// message it stopped sending half way, loses its connection: what it
+// held completes with fi.ETIMEDOUT error entries. Time spent waiting for
+// the layer (a handler holding a message until Resume, no transmit room:
+// the connection reads nothing then) does not count. Without it such a
+// peer held what it owed for as long as it kept its connection open.
+// Plain FI_EP_MSG connections, whose application owns them, are not
+// watched.
 //
 // The watch runs at the end of the connection's progress, from the
 // application's queue reads or the background goroutine, which arms a
@@ -39,14 +37,14 @@ var monoEpoch = time.Now()
 // monoNow is the monotonic time in nanoseconds since monoEpoch; never 0.
 func monoNow() int64 { return int64(time.Since(monoEpoch)) + 1 }
 
-// holding reports whether the connection holds a receive whose data the
-// peer owes: reads not yet answered, or a message being placed; waiting
-// for our own application does not count.
+// holding reports whether the connection holds data the peer owes: reads
+// not yet answered, or the rest of a message being placed; waiting for
+// our own side does not count.
 func (d *dataPath) holding(e *endpoint) bool {
 	if e.recvStalled.Load() {
 		return false
 	}
-	return d.reads > 0 || (d.rstate == rsPayload && (d.kind == rkMsg || d.kind == rkUnexp || d.kind == rkDyn))
+	return d.reads > 0 || (d.rstate == rsPayload && d.kind == rkDyn)
 }
 
 // heldBytes counts the bytes that arrived of what the connection holds:
@@ -82,17 +80,12 @@ func (d *dataPath) watchStall(e *endpoint) error {
 	if now-d.stallSince < int64(limit) {
 		return nil
 	}
-	if e.peer != nil {
-		fi.Logger(provName).Warn("tcp: rdm: a peer held a receive without progress; dropping its connection",
-			"peer", e.peer.addr, "param", paramStallTimeout.Name, "timeout", limit)
-	} else {
-		fi.Logger(provName).Warn("tcp: a peer held a message without progress; dropping its connection",
-			"param", paramStallTimeout.Name, "timeout", limit)
-	}
+	fi.Logger(provName).Warn("tcp: a peer held a message without progress; dropping its connection",
+		"param", paramStallTimeout.Name, "timeout", limit)
 	return fi.ETIMEDOUT
 }
 
-// readsStarted starts the stall watch of an RDM connection whose first
+// readsStarted starts the stall watch of a watched connection whose first
 // read went out (under mu): the watch stamps it now, and the background
 // goroutine, which may be waiting without a deadline, takes the new one.
 func (d *dataPath) readsStarted(e *endpoint) {

@@ -40,9 +40,9 @@ func (s *epSet) progress() {
 // progress that nobody polls them now, so that it watches their sockets at
 // once and for as long as the reader blocks, and sleeps until the queue
 // wakes it (an entry, a signal, the reader's context). An endpoint that
-// joins the queue or gets its socket while the reader blocks (an RDM
-// endpoint's connection, accepted from a new peer or opened by a send)
-// is handed over as it does (kickIfBlocked): the count goes up before the
+// joins the queue or gets its socket while the reader blocks (a
+// connection that is accepted or comes up meanwhile, as rxm's do) is
+// handed over as it does (kickIfBlocked): the count goes up before the
 // endpoints are looked at, and they look at it after they are there, so
 // that one side always sees the other.
 func (s *epSet) wait(ctx context.Context) error {
@@ -82,9 +82,6 @@ func (e *endpoint) kickIfBlocked() {
 // room while sends wait for it.
 func startAuto(e *endpoint, fd int) (*sockpoll.Poller, error) {
 	var deadline func() time.Time
-	if e.rdm != nil && e.params.stallTimeout > 0 {
-		deadline = e.stallDeadline // the stall watch falls due (stall.go)
-	}
 	// A receive side waiting for a posted buffer leaves its data in the
 	// socket: watching it then would wake for nothing.
 	wanted := func() bool { return !e.recvStalled.Load() || e.sendBlocked.Load() }
@@ -92,7 +89,8 @@ func startAuto(e *endpoint, fd int) (*sockpoll.Poller, error) {
 	if dyn {
 		// A message held for the handler may be in the staging buffer
 		// already, with nothing more in the socket: a Resume is a
-		// deadline due at once (dynrecv.go), and wanted.
+		// deadline due at once (dynrecv.go), and wanted; otherwise the
+		// deadline is the stall watch's (stall.go).
 		deadline = e.dynDeadline
 		wanted = func() bool { return !e.recvStalled.Load() || e.sendBlocked.Load() || e.dynResumeDue() }
 	}
@@ -115,12 +113,12 @@ func startAuto(e *endpoint, fd int) (*sockpoll.Poller, error) {
 		Wanted:   wanted,
 		Deadline: deadline,
 		WG:       &e.autoWG,
-		// RDM data progress is FI_PROGRESS_MANUAL, as in C: the
-		// connections of an RDM endpoint are watched only while a reader
-		// blocks, and an application that busy-polls is never woken for.
-		// So are endpoints in dynamic receive mode, which such a layer
-		// (rxm) opens for its connections.
-		OnKick:  e.rdm != nil || dyn,
+		// Endpoints in dynamic receive mode, which a layer (rxm) opens
+		// for its connections, progress data manually, as C's rxm
+		// entries say (FI_PROGRESS_MANUAL): they are watched only while
+		// a reader blocks, and a layer that busy-polls is never woken
+		// for.
+		OnKick:  dyn,
 		Blocked: e.blocked,
 	}, fd)
 }
