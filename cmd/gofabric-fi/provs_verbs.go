@@ -2,7 +2,10 @@
 
 package main
 
-import _ "github.com/gofabric/gofabric/providers/verbs" // registers verbs (RDMA devices)
+// providers/all registers verbs (RDMA devices) and, under this build tag,
+// rxm over it, "verbs;ofi_rxm", which ofi_gorxm offers C as
+// "goverbs;ofi_gorxm".
+import _ "github.com/gofabric/gofabric/providers/all"
 
 // With the build tag verbs the library offers goverbs too.
 func init() { offered = append(offered, "verbs") }
