@@ -50,3 +50,18 @@ func UsesDynRecv(e ep.Endpoint) bool {
 	defer x.unlock()
 	return x.dyn
 }
+
+// RndvSentOf returns how many of endpoint e's rendezvous sends have had
+// their request's send complete and wait for the peer's read-done.
+func RndvSentOf(e ep.Endpoint) int {
+	x := e.(*endpoint)
+	x.mu.Lock()
+	defer x.unlock()
+	n := 0
+	for _, tx := range x.txs {
+		if tx.inUse && tx.kind == txRndv && tx.sent {
+			n++
+		}
+	}
+	return n
+}

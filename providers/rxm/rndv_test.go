@@ -248,6 +248,35 @@ func TestRDMPeerGoneAndBack(t *testing.T) {
 	require.Equal(t, "again", next(t, a, b2).c.Context)
 }
 
+// TestRDMBlockedReaderPeerGone: a reader blocked in SRead while its
+// rendezvous send waits for the peer's read-done learns that the peer
+// closed: only the connection's event tells it (the request's core send
+// has completed), and the blocked reader wakes for those events while a
+// rendezvous send is on its way.
+func TestRDMBlockedReaderPeerGone(t *testing.T) {
+	a, b, toB, _ := pair(t)
+	big := fill(1<<20, 5)
+	require.NoError(t, a.msg().Send(big, nil, toB, "big"))
+	// The request reaches b, unexpected there; a's core send completes.
+	deadline := time.Now().Add(nextTimeout)
+	for rxm.RndvSentOf(a.e) == 0 {
+		require.True(t, time.Now().Before(deadline), "the rendezvous request's send never completed")
+		_, _ = a.cq.Read(nil)
+		_, _ = b.cq.Read(nil)
+		runtime.Gosched()
+	}
+	require.NoError(t, b.e.Close())
+
+	ctx, cancel := context.WithTimeout(context.Background(), nextTimeout)
+	defer cancel()
+	_, err := a.cq.SRead(ctx, make([]eq.Completion, 1))
+	require.ErrorIs(t, err, fi.EAVAIL, "the blocked reader wakes with the failed send")
+	ce, err := a.cq.ReadErr()
+	require.NoError(t, err)
+	require.Equal(t, "big", ce.Context)
+	require.ErrorIs(t, ce, fi.ECANCELED)
+}
+
 // unusedName returns the sockaddr of a loopback port nothing listens on.
 func unusedName(t testing.TB) []byte {
 	t.Helper()
