@@ -190,7 +190,10 @@ func matchOne(provName string, offer, hints *fi.Info) (*fi.Info, string) {
 		return nil, fmt.Sprintf("domain caps %v not supported", hd.Caps&^odCaps)
 	}
 	if hints != nil {
-		if reason := checkModes(h.Mode, htx.Mode, hrx.Mode, hd.MRMode, offer.Mode, otx.Mode, orx.Mode, od.MRMode); reason != "" {
+		// As C's ofi_check_info, the MR mode is checked only against
+		// hints that carry a domain_attr: ofi_rxm asks its core for the
+		// fabric with hints of a fabric_attr and mode ~0 alone.
+		if reason := checkModes(h.Mode, htx.Mode, hrx.Mode, hd.MRMode, hints.DomainAttr != nil, offer.Mode, otx.Mode, orx.Mode, od.MRMode); reason != "" {
 			return nil, reason
 		}
 	}
@@ -319,8 +322,9 @@ func matchOne(provName string, offer, hints *fi.Info) (*fi.Info, string) {
 }
 
 // checkModes returns why the mode bits an entry requires are not all
-// supported by hints, or "".
-func checkModes(hMode, htxMode, hrxMode fi.Mode, hMR fi.MRMode, oMode, otxMode, orxMode fi.Mode, oMR fi.MRMode) string {
+// supported by hints, or "". The MR mode counts only when the hints have
+// a domain attribute (withMR).
+func checkModes(hMode, htxMode, hrxMode fi.Mode, hMR fi.MRMode, withMR bool, oMode, otxMode, orxMode fi.Mode, oMR fi.MRMode) string {
 	htxMode, hrxMode = orDefault(htxMode, hMode), orDefault(hrxMode, hMode)
 	switch {
 	case oMode&^hMode != 0:
@@ -329,6 +333,9 @@ func checkModes(hMode, htxMode, hrxMode fi.Mode, hMR fi.MRMode, oMode, otxMode, 
 		return fmt.Sprintf("tx mode %v required (hints support %v)", otxMode&^htxMode, htxMode)
 	case orxMode&^hrxMode != 0:
 		return fmt.Sprintf("rx mode %v required (hints support %v)", orxMode&^hrxMode, hrxMode)
+	}
+	if !withMR {
+		return ""
 	}
 	if hMR&fi.MRModeBasic != 0 {
 		hMR |= fi.MRModeVirtAddr | fi.MRModeAllocated | fi.MRModeProvKey

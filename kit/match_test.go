@@ -136,6 +136,15 @@ func TestMatchInfoRules(t *testing.T) {
 		{name: "mr mode not supported", offer: func(o *fi.Info) { o.DomainAttr.MRMode = fi.MRModeLocal | fi.MRModeProvKey },
 			hints: matchHints(func(h *fi.Info) { h.DomainAttr.MRMode = fi.MRModeLocal }),
 			decl:  fmt.Sprintf("mr mode %v required (hints support %v)", fi.MRModeProvKey, fi.MRModeLocal)},
+		{name: "mr mode unchecked without a domain attr (C's ofi_check_info)",
+			offer: func(o *fi.Info) { o.DomainAttr.MRMode = fi.MRModeLocal | fi.MRModeProvKey },
+			hints: matchHints(func(h *fi.Info) { h.Mode = ^fi.Mode(0); h.DomainAttr = nil }),
+			check: func(t *testing.T, r *fi.Info) {
+				require.Equal(t, fi.MRModeLocal|fi.MRModeProvKey, r.DomainAttr.MRMode, "the entry says what it requires")
+			}},
+		{name: "mode bits checked without a domain attr", offer: func(o *fi.Info) { o.Mode = fi.ModeContext },
+			hints: matchHints(func(h *fi.Info) { h.DomainAttr = nil }),
+			decl:  fmt.Sprintf("mode %v required (hints support %v)", fi.ModeContext, fi.Mode(0))},
 
 		// Equality.
 		{name: "ep type", hints: matchHints(func(h *fi.Info) { h.EPAttr.Type = fi.EPTypeRDM }), check: none},

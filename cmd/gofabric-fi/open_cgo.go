@@ -254,6 +254,10 @@ func goEndpoint(h C.uintptr_t, info *C.struct_fi_info, out **C.struct_fid_ep, fl
 	return 0
 }
 
+// mrNoCache is OFI_MR_NOCACHE (bit 60), a flag C's ofi_rxm gives its
+// core's fi_mr_reg, internal to libfabric.
+const mrNoCache fi.Flags = 1 << 60
+
 // goMRReg registers memory (fi_mr_reg(3), fi_mr_regv, fi_mr_regattr): one
 // iovec, as gofabric's providers' mr_iov_limit. The region's descriptor
 // (fi_mr_desc) is the C object itself, which the data path resolves to
@@ -277,7 +281,10 @@ func goMRReg(h C.uintptr_t, iov *C.struct_iovec, count C.size_t, access, offset,
 		}
 		a.Buf = bytesAt(iov.iov_base, uintptr(iov.iov_len))
 	}
-	mr, err := fi.RegisterMR(dom.d, a, fi.Flags(flags))
+	// C's utility providers pass their core a flag of their own
+	// (OFI_MR_NOCACHE: do not cache the registration), which is no
+	// fi_mr_reg flag: gofabric caches no registration anyway.
+	mr, err := fi.RegisterMR(dom.d, a, fi.Flags(flags)&^mrNoCache)
 	if err != nil {
 		return -C.int(dom.fab.slot.code("mr_reg", err))
 	}
