@@ -43,7 +43,10 @@
 //     surface without allocating. A provider may still write any of
 //     those calls itself (a method of its endpoint wins over the embedded
 //     one): handing an [Op] to the Poster costs about 18 ns, which shm
-//     saves on its six single-buffer calls.
+//     saves on its six single-buffer calls. For fi_atomic(3), [AtomicOps]
+//     does the same over one narrow operation ([AtomicPoster]), with the
+//     valid queries, and [ApplyAtomic] is the software engine a target
+//     applies the operations with ([AtomicSupported], [AtomicSize]).
 //   - Connection management: the state machines are public in package ep
 //     (ep.ConnState for active endpoints, ep.Backlog for passive ones,
 //     ep.CheckCMData for private data), so that every provider reports
