@@ -115,7 +115,7 @@ step "verbs provider: build tag, and its tests in the Soft-RoCE VM"
 if [ ! -f /usr/include/infiniband/verbs.h ] || [ ! -f /usr/include/rdma/rdma_cma.h ] || [ -z "$race" ]; then
 	missing "the verbs build: needs gcc, libibverbs-dev and librdmacm-dev"
 else
-	verbs_pkgs=(./providers/verbs/... ./providers/rxm/... ./providers/all/... ./cmd/fi_pingpong/... ./cmd/ft/...)
+	verbs_pkgs=(./providers/verbs/... ./providers/rxm/... ./providers/all/... ./cmd/fi_pingpong/... ./cmd/ft/... ./cmd/gofabric-fi/...)
 	go vet -tags verbs "${verbs_pkgs[@]}"
 	staticcheck -tags verbs "${verbs_pkgs[@]}"
 	if [ -n "${VERBS_VM:-}" ] && [ -x "${VERBS_VM}" ]; then
@@ -134,6 +134,14 @@ else
 		# tagged, -c, every size).
 		go test -race -tags verbs -count=1 -run Verbs -exec "$vmexec" ./providers/rxm/
 		go test -race -tags verbs -count=1 -run Verbs -exec "$vmexec" ./cmd/fi_pingpong/internal/pingpong/
+		# gofabric's library loaded into C libfabric over verbs: C's
+		# fi_pingpong on goverbs (msg), goverbs;ofi_gorxm and C's
+		# ofi_rxm over goverbs (rdm). The guest has no Go: the library
+		# is built here and its directory shared.
+		gfi_dir=$(mktemp -d)
+		sh cmd/gofabric-fi/install.sh "$gfi_dir" -tags verbs >/dev/null
+		go test -race -tags verbs -count=1 -run TestVerbsFromC -exec "$vmexec -e GOFABRIC_FI_VERBS_DIR=$gfi_dir -s $gfi_dir" ./cmd/gofabric-fi/
+		rm -rf "$gfi_dir"
 		# libfabric's C fabtests against cmd/ft over verbs (MSG): the guest
 		# gets FABTESTS_BIN at the same path.
 		if [ -n "${FABTESTS_BIN:-}" ] && [ -d "$FABTESTS_BIN" ]; then
