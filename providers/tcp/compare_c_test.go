@@ -34,11 +34,18 @@ func TestMatchesCProvider(t *testing.T) {
 				hints.Caps, err = fi.ParseCaps(caps)
 				require.NoError(t, err)
 			}
-			out, err := exec.Command(path, args...).Output()
+			var (
+				out        []byte
+				infos      []*fi.Info
+				err, goErr error
+			)
+			reftest.SteadyInterfaces(t, func() {
+				out, err = exec.Command(path, args...).Output()
+				infos, goErr = fi.GetInfo(context.Background(), "", "", 0, hints)
+			})
 			var exit *exec.ExitError
 			if errors.As(err, &exit) && exit.ExitCode() == int(fi.ENODATA) {
-				_, err := fi.GetInfo(context.Background(), "", "", 0, hints)
-				require.ErrorIs(t, err, fi.ENODATA, "C declines %q; so must gofabric", caps)
+				require.ErrorIs(t, goErr, fi.ENODATA, "C declines %q; so must gofabric", caps)
 				return
 			}
 			require.NoError(t, err, "C fi_info %v", args)
@@ -50,8 +57,7 @@ func TestMatchesCProvider(t *testing.T) {
 			}
 			require.NotEmpty(t, cEntries)
 
-			infos, err := fi.GetInfo(context.Background(), "", "", 0, hints)
-			require.NoError(t, err)
+			require.NoError(t, goErr)
 			var goEntries []string
 			for _, in := range infos {
 				goEntries = append(goEntries, in.String())
