@@ -76,7 +76,6 @@ var notImplemented = []struct {
 	reason string
 }{
 	{fi.CapMultiRecv, "FI_MULTI_RECV"},
-	{fi.CapAtomic, "FI_ATOMIC"},
 	{fi.CapHMEM, "FI_HMEM"},
 }
 
@@ -193,8 +192,8 @@ func cAttrs(t testing.TB, bin string, qs []attrQuery) []attrResult {
 // op flags, sizes (the hints' own, or 1024 when they leave them 0) and
 // caps (but for those it does not implement); where C declines, so must
 // gofabric. The exceptions are what gofabric's shm does not implement
-// and declines with its reason: FI_MULTI_RECV (caps or rx op flag),
-// FI_ATOMIC and FI_HMEM.
+// and declines with its reason: FI_MULTI_RECV (caps or rx op flag) and
+// FI_HMEM.
 func TestGetInfoAttrsMatchC(t *testing.T) {
 	bin := buildCGetInfo(t)
 	qs := attrQueries()

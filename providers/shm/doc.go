@@ -1,6 +1,6 @@
 // Package shm is gofabric's shared-memory provider: reliable unconnected
 // endpoints (FI_EP_RDM; fi_endpoint(3), fi_msg(3), fi_tagged(3),
-// fi_rma(3)) between processes of one host and one user. Importing the
+// fi_rma(3), fi_atomic(3)) between processes of one host and one user. Importing the
 // package registers it with fi.Register under libfabric's name, "shm";
 // providers/all imports it. Its memory layout is its own: it does not
 // talk to C libfabric's shm provider.
@@ -70,7 +70,17 @@
 // registrations: with CMA above 192 bytes, else in inline pieces; a
 // refused access completes at the initiator with an fi.EACCES error entry
 // and touches nothing. Writes and reads complete when the target
-// answers. FI_DELIVERY_COMPLETE, on a send call or as a default op
+// answers. Atomic operations (fi_atomic(3)) travel inline, one slot
+// each, with at most 192 operand bytes (96 plus 96 compare bytes for the
+// compare calls; the valid queries report the element counts, and the
+// pairs C's shm lacks when built with compiler atomics, long double and
+// double and long double complex, as unsupported); the target checks key,
+// range and rights as for RMA (FI_REMOTE_READ for FI_ATOMIC_READ, both
+// for the fetch and compare operations that write), applies them under
+// one lock of the process, so atomics reaching different endpoints of a
+// process are atomic with each other, and answers with the old values;
+// they complete, fi_inject_atomic included, when the answer arrives,
+// a refused access with fi.EACCES. FI_DELIVERY_COMPLETE, on a send call or as a default op
 // flag, makes every message complete only once the receiver has it in a
 // receive buffer (fi_cq(3)), as C's shm does: inline and bounce-buffer
 // messages then ask the receiver for an answer too, which it sends when
@@ -169,9 +179,10 @@
 // bounds the sends in flight that hold a transmit entry (those waiting
 // for an answer, streaming, or queued behind one; an inline send that
 // goes out at once holds none), rx_attr.size the posted receives of each
-// kind (tagged and untagged): one more gets fi.EAGAIN. FI_MULTI_RECV,
-// FI_ATOMIC and FI_HMEM, which C's shm offers, are declined with that
-// reason.
+// kind (tagged and untagged): one more gets fi.EAGAIN. FI_MULTI_RECV and
+// FI_HMEM, which C's shm offers, are declined with that reason; FI_ATOMIC
+// is offered, as C's shm does, but not C's atomic ordering bits (the RMA
+// ones of its msg_order are not advertised either).
 //
 // # Environment
 //
@@ -184,8 +195,8 @@
 //
 // # Limits
 //
-// One remote segment per RMA operation (rma_iov_limit 1), four local
-// segments per operation; no atomics and no FI_MULTI_RECV; at most 32
+// One remote segment per RMA or atomic operation (rma_iov_limit 1), four
+// local segments per operation; no FI_MULTI_RECV; at most 32
 // peers send to one endpoint at a time (the 33rd gets fi.EAGAIN until one
 // leaves; the entry of a claimer that was cut off stays unusable until
 // the owner's next check, 100 ms or more later). A message streamed through the bounce chunks (no CMA) that

@@ -32,6 +32,8 @@ type endpoint struct {
 	kit.MsgOps
 	kit.TaggedOps
 	kit.RMAOps
+	// kit.AtomicOps gives it fi_atomic(3) over PostAtomic (atomic.go).
+	kit.AtomicOps
 	closed  atomic.Bool
 	enabled atomic.Bool
 	// noCMA is FI_SHM_DISABLE_CMA as the endpoint opened.
@@ -88,6 +90,7 @@ var (
 	_ ep.Msg      = (*endpoint)(nil)
 	_ ep.Tagged   = (*endpoint)(nil)
 	_ ep.RMA      = (*endpoint)(nil)
+	_ ep.Atomic   = (*endpoint)(nil)
 	_ ep.Opener   = (*domain)(nil)
 )
 
@@ -115,6 +118,10 @@ func (d *domain) OpenEndpoint(info *fi.Info) (ep.Endpoint, error) {
 	e := &endpoint{domain: d, info: kit.EndpointInfo(info, fi.EPTypeRDM, infoCaps), probe: new([2]uint64)}
 	ops := kit.NewOps(e, "shm", e.info)
 	e.MsgOps, e.TaggedOps, e.RMAOps = kit.MsgOps{Ops: ops}, kit.TaggedOps{Ops: ops}, kit.RMAOps{Ops: ops}
+	atomics := kit.NewAtomics(ops, e, e.info, atomicMax)
+	// The valid queries answer as C's shm, built with compiler atomics.
+	atomics.Exclude = kit.BuiltinAtomicsExclude
+	e.AtomicOps = kit.AtomicOps{Atomics: atomics}
 	e.bind.Init(e.info)
 	e.dp.init(txSize, rxSize)
 	e.noCMA = cmaDisabled()

@@ -26,10 +26,10 @@ const addrPrefix = "fi_shm://"
 
 // Attributes of the entry.
 const (
-	infoCaps = fi.CapMsg | fi.CapRMA | fi.CapTagged | fi.CapRead | fi.CapWrite | fi.CapRecv | fi.CapSend |
+	infoCaps = fi.CapMsg | fi.CapRMA | fi.CapTagged | fi.CapAtomic | fi.CapRead | fi.CapWrite | fi.CapRecv | fi.CapSend |
 		fi.CapRemoteRead | fi.CapRemoteWrite | fi.CapRMAEvent | fi.CapSource | fi.CapDirectedRecv
-	txCaps = fi.CapMsg | fi.CapRMA | fi.CapTagged | fi.CapRead | fi.CapWrite | fi.CapSend
-	rxCaps = fi.CapMsg | fi.CapRMA | fi.CapTagged | fi.CapRecv | fi.CapRemoteRead | fi.CapRemoteWrite |
+	txCaps = fi.CapMsg | fi.CapRMA | fi.CapTagged | fi.CapAtomic | fi.CapRead | fi.CapWrite | fi.CapSend
+	rxCaps = fi.CapMsg | fi.CapRMA | fi.CapTagged | fi.CapAtomic | fi.CapRecv | fi.CapRemoteRead | fi.CapRemoteWrite |
 		fi.CapRMAEvent | fi.CapSource | fi.CapDirectedRecv
 
 	// injectSize is the largest Inject: what fits in a slot.
@@ -104,8 +104,9 @@ var _ fi.Provider = provider{}
 // (tx_attr.op_flags) and FI_COMPLETION (rx_attr.op_flags), and queues of
 // 1 to 1024 entries (tx_attr.size, rx_attr.size). The entry carries the
 // hints' op flags and sizes, as C's do; without them, none and 1024.
-// FI_MULTI_RECV, FI_ATOMIC and FI_HMEM, which C's shm offers, are
-// declined with their reason: not implemented.
+// FI_MULTI_RECV and FI_HMEM, which C's shm offers, are declined with
+// their reason: not implemented. FI_ATOMIC is offered, as C's shm always
+// does (its caps carry FI_ATOMICS whatever the hints).
 func (provider) GetInfo(ctx context.Context, node, service string, flags fi.Flags, hints *fi.Info) ([]*fi.Info, error) {
 	if _, err := os.Stat(shmDir); err != nil {
 		return nil, kit.Declined(provName, shmDir+" is not available: "+err.Error(), "")
@@ -184,8 +185,6 @@ func unsupportedHints(hints *fi.Info) string {
 	switch {
 	case caps&fi.CapMultiRecv != 0 || rxFlags&fi.FlagMultiRecv != 0:
 		return "FI_MULTI_RECV (multi-receive buffers) is not implemented by gofabric's shm (C's shm offers it)"
-	case caps&fi.CapAtomic != 0:
-		return "FI_ATOMIC (atomic operations) is not implemented by gofabric's shm (C's shm offers it)"
 	case caps&fi.CapHMEM != 0:
 		return "FI_HMEM (device memory) is not implemented by gofabric's shm (C's shm offers it)"
 	}

@@ -48,6 +48,7 @@ const (
 	txTSend
 	txWrite
 	txRead
+	txAtomic
 )
 
 // txEntry is an operation that needs more than one slot or an answer: a
@@ -69,6 +70,7 @@ type txEntry struct {
 	dc      bool   // FI_DELIVERY_COMPLETE: inline and SAR messages wait for an answer
 	key     uint64 // RMA
 	addr    uint64 // RMA: remote offset
+	alen    int    // atomic: request payload bytes in inline (operand, compare)
 	idx     int32
 	gen     uint32
 	// Progress of the operation.
@@ -76,7 +78,7 @@ type txEntry struct {
 	hdr    bool // the first slot is out
 	acks   int  // answers outstanding
 	err    fi.Errno
-	inline [inlineMax]byte // an injected payload
+	inline [inlineMax]byte // an injected payload; an atomic's operand and compare bytes
 }
 
 // rxEntry is a posted receive.
@@ -186,6 +188,7 @@ type dataPath struct {
 	ackHead    int
 	ackN       int
 	cma        cmaIOV
+	old        [inlineMax]byte // the old values of an atomic being applied
 	polls      uint32
 	checked    time.Time
 	// unlinked is set once the inbox file was found removed (logged
@@ -684,6 +687,8 @@ func (d *dataPath) pushEntry(e *endpoint, p *peer, t *txEntry) bool {
 			p.busy++
 		}
 		return true
+	case txAtomic:
+		return d.pushAtomic(p, t)
 	}
 	return true
 }
@@ -721,6 +726,9 @@ func (d *dataPath) answered(e *endpoint, h *slotHeader, slot []byte) {
 		if off >= 0 && off+int(h.inlineLen) <= t.size {
 			scatterAt(t.iov[:t.niov], off, slot[slotHdr:slotHdr+int(h.inlineLen)])
 		}
+	}
+	if t.kind == txAtomic && h.inlineLen > 0 && t.err == 0 && int(h.inlineLen) == t.size {
+		scatterAt(t.iov[:t.niov], 0, slot[slotHdr:slotHdr+int(h.inlineLen)])
 	}
 	t.acks--
 	t.peer.busy--
@@ -1103,6 +1111,8 @@ func (d *dataPath) slot(e *endpoint, i int, h *slotHeader, s []byte) (done, bad 
 		return true, false
 	case opWrite, opRead:
 		return d.serveRMA(e, i, h, s), false
+	case opAtomic:
+		return d.serveAtomic(e, i, h, s)
 	}
 	return false, true
 }

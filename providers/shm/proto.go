@@ -9,14 +9,14 @@ import "encoding/binary"
 // header share the slot's first cache line, and up to 64 bytes of inline
 // payload its second: a small message moves two cache lines.
 //
-//	0   u8  op          opMsg, opTagged, opWrite, opRead, opAck, opSAR, opBye
+//	0   u8  op          opMsg, opTagged, opWrite, opRead, opAck, opSAR, opBye, opAtomic
 //	1   u8  proto       protoInline, protoCMA, protoSAR
 //	2   u16 flags       flagCQData, flagAck
 //	4   u32 len         inline: payload bytes in the slot; opSAR: bytes in the
 //	                    chunk; protoCMA: the number of segments
 //	8   u64 size        the operation's total length
 //	16  u64 tag         opAck: the status (an errno, 0 for success);
-//	                    opSAR: the chunk index
+//	                    opSAR: the chunk index; opAtomic: atomicTag
 //	24  u64 data        remote CQ data
 //	32  u64 msgID       the sender's cookie, echoed by opAck
 //	40  u64 key         RMA key
@@ -40,6 +40,15 @@ const (
 	opAck    = 5 // the answer to a CMA message, an RMA operation or a refused one
 	opSAR    = 6 // one chunk of a SAR message, in the sender's bounce area
 	opBye    = 7 // the peer releases its entry (it closes)
+	// opAtomic is an atomic operation (fi_atomic(3)), always inline: tag
+	// holds the operation, the datatype and the call's family
+	// (atomicTag), size the target's bytes (at most inlineMax), and the
+	// payload the operand then, for a compare, the compare operand
+	// (nothing for FI_ATOMIC_READ). The target checks key, range and
+	// rights as for RMA, applies it under atomicMu and answers with
+	// opAck: the status and, for fetch and compare, the old values
+	// inline.
+	opAtomic = 8
 )
 
 // Protocols of the payload.
@@ -126,6 +135,9 @@ func (h *slotHeader) parse(b []byte) bool {
 		return false
 	}
 	switch h.op {
+	case opAtomic:
+		return h.proto == protoInline && h.size > 0 && h.size <= inlineMax && h.tag < 1<<24 &&
+			(h.inlineLen == 0 || uint64(h.inlineLen) == h.size || uint64(h.inlineLen) == 2*h.size)
 	case opMsg, opTagged, opWrite, opRead:
 		switch h.proto {
 		case protoInline:
