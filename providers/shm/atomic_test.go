@@ -13,6 +13,7 @@ import (
 	"github.com/gofabric/gofabric/ep"
 	"github.com/gofabric/gofabric/eq"
 	"github.com/gofabric/gofabric/fi"
+	"github.com/gofabric/gofabric/providers/shm"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -346,4 +347,22 @@ func TestAtomicValid(t *testing.T) {
 	}
 	// Over the limit: fi.EMSGSIZE from the adapter.
 	require.ErrorIs(t, at.Atomic(make([]byte, 200), 25, nil, 0, 0, 1, ep.Uint64, ep.OpSum, nil), fi.EMSGSIZE)
+}
+
+// TestAtomicSlotBounds: a receiver refuses an atomic request whose
+// operand and compare bytes would run past its slot, whatever its size
+// field claims, and takes one that fills the slot exactly.
+func TestAtomicSlotBounds(t *testing.T) {
+	slot := func(inlineLen uint32, size uint64) []byte {
+		b := make([]byte, shm.SlotSize)
+		b[0] = 8 // opAtomic, inline
+		binary.LittleEndian.PutUint32(b[4:], inlineLen)
+		binary.LittleEndian.PutUint64(b[8:], size)
+		binary.LittleEndian.PutUint64(b[16:], 12|7<<8|2<<16) // FI_CSWAP on uint64, a compare call
+		return b
+	}
+	room := shm.SlotSize - 56
+	require.True(t, shm.ParseSlot(slot(uint32(room), uint64(room/2))), "operand and compare fill the slot")
+	require.False(t, shm.ParseSlot(slot(uint32(2*room), uint64(room))), "operand and compare past the slot")
+	require.False(t, shm.ParseSlot(slot(uint32(room+8), uint64(room/2+4))), "inline bytes past the slot")
 }

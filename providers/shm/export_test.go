@@ -115,3 +115,13 @@ func Sleepers(e ep.Endpoint) int {
 	defer x.sleepMu.Unlock()
 	return x.sleepers
 }
+
+// ParseSlot reports whether a receiver takes slot b as one a correct peer
+// writes (slotHeader.parse).
+func ParseSlot(b []byte) bool {
+	var h slotHeader
+	return h.parse(b)
+}
+
+// SlotSize is a slot's size: header and inline payload.
+const SlotSize = slotHdr + inlineMax

@@ -26,6 +26,11 @@ func TestMalformedSlotsCutThePeerOff(t *testing.T) {
 		"too many cma segs":  func(s []byte) { s[0], s[1], s[56] = 1, 1, 9 },
 		"unknown flag":       func(s []byte) { s[0], s[2] = 1, 0x80 },
 		"cma seg count zero": func(s []byte) { s[0], s[1], s[56] = 1, 1, 0 },
+		// An atomic compare whose operand and compare bytes (2 x 192)
+		// would run past the slot.
+		"atomic past the slot": func(s []byte) {
+			s[0], s[1], s[4], s[5], s[8], s[16], s[17], s[18] = 8, 0, 0x80, 1, 192, 12, 7, 2
+		},
 	}
 	for name, corrupt := range bad {
 		t.Run(name, func(t *testing.T) {

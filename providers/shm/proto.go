@@ -136,7 +136,9 @@ func (h *slotHeader) parse(b []byte) bool {
 	}
 	switch h.op {
 	case opAtomic:
-		return h.proto == protoInline && h.size > 0 && h.size <= inlineMax && h.tag < 1<<24 &&
+		// The operand and compare bytes are in the slot: at most
+		// inlineMax in all, whatever size claims.
+		return h.proto == protoInline && h.size > 0 && h.size <= inlineMax && h.tag < 1<<24 && h.inlineLen <= inlineMax &&
 			(h.inlineLen == 0 || uint64(h.inlineLen) == h.size || uint64(h.inlineLen) == 2*h.size)
 	case opMsg, opTagged, opWrite, opRead:
 		switch h.proto {
