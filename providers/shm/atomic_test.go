@@ -5,7 +5,10 @@ package shm_test
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
 	"math"
+	"os"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -365,4 +368,119 @@ func TestAtomicSlotBounds(t *testing.T) {
 	require.True(t, shm.ParseSlot(slot(uint32(room), uint64(room/2))), "operand and compare fill the slot")
 	require.False(t, shm.ParseSlot(slot(uint32(2*room), uint64(room))), "operand and compare past the slot")
 	require.False(t, shm.ParseSlot(slot(uint32(room+8), uint64(room/2+4))), "inline bytes past the slot")
+}
+
+func init() {
+	roles["atomicadd"] = roleAtomicAdd
+}
+
+// Environment of the atomicadd role.
+const (
+	envKey   = "GOFABRIC_SHM_KEY"   // the target region's key
+	envCount = "GOFABRIC_SHM_COUNT" // how many fetch-adds of 1
+)
+
+// roleAtomicAdd opens an endpoint, fetch-adds 1 to the uint64 at offset 0
+// of the parent's region, one at a time, envCount times, and says "done"
+// with how many old values it saw (each must be new to it: values only
+// grow), or "fail" with why.
+func roleAtomicAdd(t *testing.T) {
+	x := openNode(t)
+	defer x.close(t)
+	peer := x.insert(t, []byte(os.Getenv(envPeer)))
+	key, err := strconv.ParseUint(os.Getenv(envKey), 10, 64)
+	require.NoError(t, err)
+	n, err := strconv.Atoi(os.Getenv(envCount))
+	require.NoError(t, err)
+	at := x.ep.(ep.Atomic)
+	one, old := le64(1), make([]byte, 8)
+	last := int64(-1)
+	for i := range n {
+		for {
+			err := at.FetchAtomic(one, 1, nil, old, nil, peer, 0, key, ep.Uint64, ep.OpSum, i)
+			if err == nil {
+				break
+			}
+			if err != fi.EAGAIN {
+				say("fail", err.Error())
+				return
+			}
+			_, _ = x.cq.Read(nil)
+		}
+		c, e := atomicDone(t, x, x)
+		if e != nil {
+			say("fail", e.Error())
+			return
+		}
+		v := int64(binary.LittleEndian.Uint64(old))
+		if c.Context != i || v <= last {
+			say("fail", fmt.Sprintf("add %d: context %v, old value %d after %d", i, c.Context, v, last))
+			return
+		}
+		last = v
+	}
+	say("done", strconv.Itoa(n))
+}
+
+// TestAtomicAddsFromProcesses: fetch-adds from two other processes and
+// from an endpoint of the target's own process, all on one uint64 of the
+// target's region, end at the exact sum, and every adder saw its old
+// values grow. The target serves them in its progress, which the test
+// runs while it waits.
+func TestAtomicAddsFromProcesses(t *testing.T) {
+	const perChild, local = 400, 100
+	b := openNode(t)
+	defer b.close(t)
+	mem := make([]byte, 8)
+	mr, err := fi.RegisterMR(b.domain, &fi.MRAttr{Buf: mem, Access: fi.AccessRemoteRead | fi.AccessRemoteWrite, RequestedKey: 77}, 0)
+	require.NoError(t, err)
+	defer mr.Close()
+	env := []string{envPeer + "=" + string(b.name), envKey + "=77", envCount + "=" + strconv.Itoa(perChild)}
+	kids := []*child{startChild(t, "atomicadd", nil, env...), startChild(t, "atomicadd", nil, env...)}
+
+	a := openNode(t)
+	defer a.close(t)
+	toB := a.insert(t, b.name)
+	at := a.ep.(ep.Atomic)
+	one, res := le64(1), make([]byte, 8)
+	posted, done := 0, 0
+	waiting := false
+	finished, over := 0, make([]bool, len(kids))
+	deadline := time.Now().Add(procWait)
+	for finished < len(kids) || done < local {
+		require.True(t, time.Now().Before(deadline), "adds not done within %v: local %d of %d, children done %d\n%s%s",
+			procWait, done, local, finished, kids[0].output(), kids[1].output())
+		if posted < local && !waiting {
+			if err := at.FetchAtomic(one, 1, nil, res, nil, toB, 0, 77, ep.Uint64, ep.OpSum, posted); err == nil {
+				posted++
+				waiting = true
+			} else {
+				require.ErrorIs(t, err, fi.EAGAIN)
+			}
+		}
+		var c [1]eq.Completion
+		if k, err := a.cq.Read(c[:]); k == 1 {
+			done++
+			waiting = false
+		} else if err == fi.EAVAIL {
+			e, _ := a.cq.ReadErr()
+			t.Fatalf("local add failed: %v", e)
+		}
+		_, _ = b.cq.Read(nil) // the target's progress serves the adds
+		for i, k := range kids {
+			if over[i] {
+				continue
+			}
+			select {
+			case l, ok := <-k.lines:
+				require.True(t, ok, "child ended before it said done\n%s", k.output())
+				require.Equal(t, "done", l[0], "child: %s %s\n%s", l[0], l[1], k.output())
+				require.Equal(t, strconv.Itoa(perChild), l[1])
+				over[i] = true
+				finished++
+			default:
+			}
+		}
+	}
+	require.Equal(t, uint64(2*perChild+local), binary.LittleEndian.Uint64(mem), "every add counted once")
 }
