@@ -109,7 +109,10 @@
 //
 // What is not there: wait sets and poll sets (-FI_ENOSYS; FI_WAIT_SET and
 // FI_WAIT_MUTEX_COND objects are refused), scalable endpoints and shared
-// contexts, atomics (-FI_ENOSYS), and collectives.
+// contexts, atomics (every atomic entry point returns -FI_ENOSYS; the
+// library removes FI_ATOMIC from the entries of providers that have it,
+// gofabric's shm, and hints asking for it get -FI_ENODATA), and
+// collectives.
 //
 // For tests, the library exports gofabricAllocs and gofabricGoroutines:
 // the Go runtime's heap allocation count and number of goroutines.

@@ -455,9 +455,15 @@ func (s *slot) getInfo(api fi.Version, node, service string, flags fi.Flags, hin
 	} else if api != 0 && api < fi.MakeVersion(1, 5) {
 		report = v1Auto
 	}
+	if hints != nil && wantsAtomics(hints) {
+		return nil, errors.Wrapf(fi.ENODATA, "%s: getinfo: FI_ATOMIC: the library does not carry atomic operations to C yet", s.cname)
+	}
 	infos, err := s.p.GetInfo(context.Background(), node, service, flags, hints)
 	if err != nil {
 		return nil, err
+	}
+	for _, i := range infos {
+		dropAtomics(i)
 	}
 	if report != 0 {
 		infos = slices.DeleteFunc(infos, func(i *fi.Info) bool {
@@ -517,4 +523,30 @@ func errnoOf(err error) fi.Errno {
 		c = fi.EOTHER
 	}
 	return c
+}
+
+// wantsAtomics reports whether hints ask for FI_ATOMIC, which the
+// library's ops tables do not carry yet (every atomic entry point returns
+// -FI_ENOSYS), in the entry or either side's caps.
+func wantsAtomics(h *fi.Info) bool {
+	c := h.Caps
+	if h.TxAttr != nil {
+		c |= h.TxAttr.Caps
+	}
+	if h.RxAttr != nil {
+		c |= h.RxAttr.Caps
+	}
+	return c&fi.CapAtomic != 0
+}
+
+// dropAtomics removes FI_ATOMIC from an entry's caps, which a provider
+// may offer (gofabric's shm does) but the library cannot carry yet.
+func dropAtomics(i *fi.Info) {
+	i.Caps &^= fi.CapAtomic
+	if i.TxAttr != nil {
+		i.TxAttr.Caps &^= fi.CapAtomic
+	}
+	if i.RxAttr != nil {
+		i.RxAttr.Caps &^= fi.CapAtomic
+	}
 }

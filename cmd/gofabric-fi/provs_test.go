@@ -3,6 +3,7 @@
 package main
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -144,4 +145,32 @@ func TestMRModes(t *testing.T) {
 			require.Equal(t, c.entry&^fi.MRModeAllocated, mrFromV1(m)&^fi.MRModeAllocated)
 		}
 	}
+}
+
+// TestNoAtomicsToC: the library carries no atomic operation to C yet, so
+// goshm's entries, which gofabric's shm offers with FI_ATOMIC, reach C
+// without it, and hints asking for FI_ATOMIC get ENODATA.
+func TestNoAtomicsToC(t *testing.T) {
+	var shm *slot
+	for _, s := range makePlan("", "", "") {
+		if s.cname == "goshm" {
+			shm = s
+		}
+	}
+	require.NotNil(t, shm)
+	goInfos, err := shm.p.GetInfo(context.Background(), "", "", 0, nil)
+	require.NoError(t, err)
+	require.NotZero(t, goInfos[0].Caps&fi.CapAtomic, "gofabric's shm offers FI_ATOMIC")
+
+	infos, err := shm.getInfo(fi.MakeVersion(1, 17), "", "", 0, &fi.Info{})
+	require.NoError(t, err)
+	for _, i := range infos {
+		require.Zero(t, i.Caps&fi.CapAtomic)
+		require.Zero(t, i.TxAttr.Caps&fi.CapAtomic)
+		require.Zero(t, i.RxAttr.Caps&fi.CapAtomic)
+	}
+	_, err = shm.getInfo(fi.MakeVersion(1, 17), "", "", 0, &fi.Info{Caps: fi.CapAtomic})
+	require.ErrorIs(t, err, fi.ENODATA)
+	_, err = shm.getInfo(fi.MakeVersion(1, 17), "", "", 0, &fi.Info{TxAttr: &fi.TxAttr{Caps: fi.CapAtomic}})
+	require.ErrorIs(t, err, fi.ENODATA)
 }
