@@ -185,23 +185,10 @@ func TestAtomicAccessFaults(t *testing.T) {
 // AV.
 func openPeerEP(t testing.TB, n *node) *node {
 	t.Helper()
-	m := &node{fabric: n.fabric, domain: n.domain}
-	var err error
-	m.av, err = fi.OpenAV(n.domain, &fi.AVAttr{Type: fi.AVTable})
-	require.NoError(t, err)
-	m.cq, err = eq.OpenCQ(n.domain, &eq.CQAttr{Format: eq.FormatTagged})
-	require.NoError(t, err)
 	infos, err := fi.GetInfo(context.Background(), "", "", 0, shmHints())
 	require.NoError(t, err)
-	m.ep, err = ep.Open(n.domain, infos[0])
-	require.NoError(t, err)
-	require.NoError(t, m.ep.Bind(m.av, 0))
-	require.NoError(t, m.ep.Bind(m.cq, fi.FlagSend|fi.FlagRecv))
-	require.NoError(t, m.ep.Enable())
-	buf := make([]byte, 128)
-	k, err := m.ep.(ep.Namer).Name(buf)
-	require.NoError(t, err)
-	m.name = buf[:k]
+	m := &node{fabric: n.fabric, domain: n.domain}
+	openEndpoint(t, m, infos[0])
 	return m
 }
 

@@ -47,11 +47,20 @@ func openNode(t testing.TB) *node {
 	require.NoError(t, err)
 	n.domain, err = n.fabric.OpenDomain(infos[0])
 	require.NoError(t, err)
+	openEndpoint(t, n, infos[0])
+	return n
+}
+
+// openEndpoint opens n's AV, CQ and enabled endpoint in n's domain and
+// records the endpoint's name.
+func openEndpoint(t testing.TB, n *node, info *fi.Info) {
+	t.Helper()
+	var err error
 	n.av, err = fi.OpenAV(n.domain, &fi.AVAttr{Type: fi.AVTable})
 	require.NoError(t, err)
 	n.cq, err = eq.OpenCQ(n.domain, &eq.CQAttr{Format: eq.FormatTagged})
 	require.NoError(t, err)
-	n.ep, err = ep.Open(n.domain, infos[0])
+	n.ep, err = ep.Open(n.domain, info)
 	require.NoError(t, err)
 	require.NoError(t, n.ep.Bind(n.av, 0))
 	require.NoError(t, n.ep.Bind(n.cq, fi.FlagSend|fi.FlagRecv))
@@ -60,7 +69,6 @@ func openNode(t testing.TB) *node {
 	k, err := n.ep.(ep.Namer).Name(buf)
 	require.NoError(t, err)
 	n.name = buf[:k]
-	return n
 }
 
 func (n *node) close(t testing.TB) {
