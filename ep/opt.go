@@ -1,0 +1,72 @@
+package ep
+
+import (
+	"github.com/cockroachdb/errors"
+	"github.com/gofabric/gofabric/fi"
+)
+
+// OptLevel is the level argument of fi_setopt and fi_getopt.
+type OptLevel int
+
+// Option levels.
+const (
+	// OptLevelEndpoint is FI_OPT_ENDPOINT, the level of fi_endpoint(3)'s
+	// options.
+	OptLevelEndpoint OptLevel = 0
+)
+
+// OptName names an option of a level (the optname of fi_setopt).
+type OptName int
+
+// FI_OPT_ENDPOINT options, libfabric 1.17 values. Every one of them
+// takes an integer here: the size_t ones their size, the boolean ones 0
+// or 1.
+const (
+	// OptMinMultiRecv is FI_OPT_MIN_MULTI_RECV: the space left in an
+	// FI_MULTI_RECV buffer below which the provider releases it.
+	OptMinMultiRecv OptName = 0
+	// OptCMDataSize is FI_OPT_CM_DATA_SIZE: the most private data the
+	// connection calls carry (read-only).
+	OptCMDataSize OptName = 1
+	// OptBufferedMin and OptBufferedLimit are FI_OPT_BUFFERED_MIN and
+	// FI_OPT_BUFFERED_LIMIT (FI_BUFFERED_RECV).
+	OptBufferedMin   OptName = 2
+	OptBufferedLimit OptName = 3
+	// OptSendBufSize and OptRecvBufSize are FI_OPT_SEND_BUF_SIZE and
+	// FI_OPT_RECV_BUF_SIZE.
+	OptSendBufSize OptName = 4
+	OptRecvBufSize OptName = 5
+	// OptTxSize and OptRxSize are FI_OPT_TX_SIZE and FI_OPT_RX_SIZE.
+	OptTxSize OptName = 6
+	OptRxSize OptName = 7
+)
+
+// Options is implemented by endpoints with options (fi_setopt and
+// fi_getopt). An option the endpoint does not know gives
+// fi.ENOPROTOOPT; a value it cannot take, fi.EINVAL.
+type Options interface {
+	// SetOpt sets an option (fi_setopt).
+	SetOpt(level OptLevel, name OptName, val int) error
+	// GetOpt reads an option (fi_getopt).
+	GetOpt(level OptLevel, name OptName) (int, error)
+}
+
+// SetOpt sets option name of level on x (fi_setopt): fi.ENOPROTOOPT,
+// with the reason, when x has no options.
+func SetOpt(x any, level OptLevel, name OptName, val int) error {
+	o, ok := x.(Options)
+	if !ok {
+		return errors.Wrapf(fi.ENOPROTOOPT, "ep: setopt: %T has no options", x)
+	}
+	return o.SetOpt(level, name, val)
+}
+
+// GetOpt reads option name of level from x (fi_getopt): fi.ENOPROTOOPT,
+// with the reason, when x has no options.
+func GetOpt(x any, level OptLevel, name OptName) (int, error) {
+	o, ok := x.(Options)
+	if !ok {
+		return 0, errors.Wrapf(fi.ENOPROTOOPT, "ep: getopt: %T has no options", x)
+	}
+	return o.GetOpt(level, name)
+}
