@@ -47,6 +47,8 @@ const (
 	DoubleComplex                     // FI_DOUBLE_COMPLEX
 	LongDouble                        // FI_LONG_DOUBLE
 	LongDoubleComplex                 // FI_LONG_DOUBLE_COMPLEX
+	Int128                            // FI_INT128
+	Uint128                           // FI_UINT128
 )
 
 // IOC is a local buffer of atomic operands (struct fi_ioc): Buf holds

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"math"
 	"strconv"
+	"sync"
 
 	"github.com/cockroachdb/errors"
 	"github.com/gofabric/gofabric/ep"
@@ -55,6 +56,8 @@ var atomicTypeNames = [...]string{
 	ep.DoubleComplex:     "FI_DOUBLE_COMPLEX",
 	ep.LongDouble:        "FI_LONG_DOUBLE",
 	ep.LongDoubleComplex: "FI_LONG_DOUBLE_COMPLEX",
+	ep.Int128:            "FI_INT128",
+	ep.Uint128:           "FI_UINT128",
 }
 
 // atomicSizes are the element sizes, as ofi_datatype_size gives them on
@@ -74,6 +77,8 @@ var atomicSizes = [...]int{
 	ep.DoubleComplex:     16,
 	ep.LongDouble:        16,
 	ep.LongDoubleComplex: 32,
+	ep.Int128:            16,
+	ep.Uint128:           16,
 }
 
 func atomicOpName(op ep.AtomicOp) string {
@@ -243,6 +248,22 @@ func ApplyAtomic(op ep.AtomicOp, dt ep.Datatype, dst, src, cmp, old []byte) erro
 		applyAtomicF80Complex(op, dst, src, cmp, old)
 	}
 	return nil
+}
+
+// atomicMu serializes ApplyAtomicExclusive.
+var atomicMu sync.Mutex
+
+// ApplyAtomicExclusive is ApplyAtomic under one lock for the whole
+// process: what a provider's software target uses, so that the
+// operations it applies for any endpoint, domain or provider of the
+// process are atomic with respect to each other on the same memory, as
+// libfabric's are element by element. They are not atomic with respect
+// to the application's own stores, RMA writes, or a device's atomics on
+// the same memory, as in C.
+func ApplyAtomicExclusive(op ep.AtomicOp, dt ep.Datatype, dst, src, cmp, old []byte) error {
+	atomicMu.Lock()
+	defer atomicMu.Unlock()
+	return ApplyAtomic(op, dt, dst, src, cmp, old)
 }
 
 // checkAtomic vets ApplyAtomic's arguments.

@@ -42,13 +42,14 @@ func TestAtomicSize(t *testing.T) {
 		ep.Int8: 1, ep.Uint8: 1, ep.Int16: 2, ep.Uint16: 2, ep.Int32: 4, ep.Uint32: 4,
 		ep.Int64: 8, ep.Uint64: 8, ep.Float: 4, ep.Double: 8, ep.FloatComplex: 8,
 		ep.DoubleComplex: 16, ep.LongDouble: 16, ep.LongDoubleComplex: 32,
+		ep.Int128: 16, ep.Uint128: 16, // sized as C's, supported by no operation
 	}
 	for dt, n := range want {
 		got, err := kit.AtomicSize(dt)
 		require.NoError(t, err)
 		require.Equal(t, n, got, "datatype %d", dt)
 	}
-	for _, dt := range []ep.Datatype{-1, ep.LongDoubleComplex + 1, 100} {
+	for _, dt := range []ep.Datatype{-1, ep.Uint128 + 1, 100} {
 		_, err := kit.AtomicSize(dt)
 		require.ErrorIs(t, err, fi.EINVAL)
 	}
@@ -57,7 +58,7 @@ func TestAtomicSize(t *testing.T) {
 func TestAtomicSupportedMatrix(t *testing.T) {
 	n := 0
 	for op := ep.AtomicOp(-1); op <= ep.OpMSwap+1; op++ {
-		for dt := ep.Datatype(-1); dt <= ep.LongDoubleComplex+1; dt++ {
+		for dt := ep.Datatype(-1); dt <= ep.Uint128+1; dt++ {
 			want := slices.Contains(atomicMatrix[op], dt)
 			require.Equal(t, want, kit.AtomicSupported(op, dt), "op %d datatype %d", op, dt)
 			if want {
@@ -94,7 +95,7 @@ func TestAtomicUnsupportedPairs(t *testing.T) {
 			require.Equal(t, atomicFilled(size, 1), dst, "dst changed")
 		}
 	}
-	err := kit.ApplyAtomic(ep.OpSum, ep.LongDoubleComplex+1, nil, nil, nil, nil)
+	err := kit.ApplyAtomic(ep.OpSum, ep.Int128, nil, nil, nil, nil)
 	require.ErrorIs(t, err, fi.EOPNOTSUPP)
 	err = kit.ApplyAtomic(ep.OpMSwap+1, ep.Int8, nil, nil, nil, nil)
 	require.ErrorIs(t, err, fi.EOPNOTSUPP)

@@ -201,6 +201,11 @@ type Atomics struct {
 	// datatypes the provider does not offer, such as
 	// [BuiltinAtomicsExclude].
 	Exclude AtomicTypes
+	// Off, when not empty, says why the endpoint has no atomics at all
+	// (ofi_rxm's endpoints opened without FI_ATOMIC): every call and
+	// valid query then gives fi.ENOSYS with it, as libfabric's
+	// fi_no_atomic operations answer -FI_ENOSYS.
+	Off string
 }
 
 // NewAtomics returns the atomic adapter's state for p, sharing ops, with
@@ -235,6 +240,9 @@ func (a *Atomics) maxCount(kind AtomicKind, dt ep.Datatype, op ep.AtomicOp) int 
 // (FI_CSWAP for the base calls, FI_ATOMIC_READ outside the fetch calls)
 // is unsupported, as in ofi_atomic_valid.
 func (a *Atomics) Valid(kind AtomicKind, dt ep.Datatype, op ep.AtomicOp) (int, error) {
+	if a.Off != "" {
+		return 0, a.off(kind.String() + "valid")
+	}
 	if n := a.maxCount(kind, dt, op); n > 0 {
 		return n, nil
 	}
@@ -484,8 +492,16 @@ type AtomicOps struct{ *Atomics }
 
 var _ ep.Atomic = AtomicOps{}
 
+// off is the fi.ENOSYS of call on an endpoint without atomics.
+func (a *Atomics) off(call string) error {
+	return errors.Wrapf(fi.ENOSYS, "%s: %s: %s", a.Ops.Prov, call, a.Off)
+}
+
 // post vets op and hands it to the provider.
 func (a *Atomics) post(op AtomicOp, call string) error {
+	if a.Off != "" {
+		return a.off(call)
+	}
 	if err := a.check(&op, call); err != nil {
 		return err
 	}

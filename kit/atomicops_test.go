@@ -388,7 +388,8 @@ func TestAtomicOpsValid(t *testing.T) {
 		{a.CompareAtomicValid, ep.Int32, ep.OpSum, 0, "test: compare_atomicvalid: FI_SUM on FI_INT32 not supported: FI_SUM is not a compare operation"},
 		{a.AtomicValid, ep.Float, ep.OpBAnd, 0, "test: atomicvalid: FI_BAND on FI_FLOAT not supported"},
 		{a.CompareAtomicValid, ep.FloatComplex, ep.OpCSwapLT, 0, "test: compare_atomicvalid: FI_CSWAP_LT on FI_FLOAT_COMPLEX not supported"},
-		{a.AtomicValid, 14, ep.OpSum, 0, "test: atomicvalid: FI_SUM on unknown datatype 14 not supported"},
+		{a.AtomicValid, ep.Int128, ep.OpSum, 0, "test: atomicvalid: FI_SUM on FI_INT128 not supported"},
+		{a.AtomicValid, 16, ep.OpSum, 0, "test: atomicvalid: FI_SUM on unknown datatype 16 not supported"},
 		{a.FetchAtomicValid, ep.Int32, 19, 0, "test: fetch_atomicvalid: unknown op 19 on FI_INT32 not supported"},
 	} {
 		n, err := c.valid(c.dt, c.op)

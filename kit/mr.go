@@ -61,6 +61,20 @@ type MR struct {
 // fi.ENOKEY. Messages start with "register mr:"; RegisterChildMR puts the
 // provider's name before them.
 func (t *MRTable) Register(attr *fi.MRAttr, flags fi.Flags) (*MR, error) {
+	return t.register(attr, flags, false, 0)
+}
+
+// Insert records attr.Buf under key, a key chosen elsewhere, whatever the
+// table's FI_MR_PROV_KEY mode: a utility provider's record of a region it
+// registered with its core provider, under the core's key, so that it can
+// vet a peer's access itself (rxm's atomics, as C's rxm keeps its own MR
+// map). Errors as Register's; a key already in use gives fi.ENOKEY.
+func (t *MRTable) Insert(attr *fi.MRAttr, key uint64) (*MR, error) {
+	return t.register(attr, 0, true, key)
+}
+
+// register is Register, or Insert under key when keyed.
+func (t *MRTable) register(attr *fi.MRAttr, flags fi.Flags, keyed bool, key uint64) (*MR, error) {
 	if attr.Access&^validAccess != 0 {
 		return nil, errors.Wrapf(fi.EINVAL, "register mr: unknown access bits %#x", uint64(attr.Access&^validAccess))
 	}
@@ -83,13 +97,19 @@ func (t *MRTable) Register(attr *fi.MRAttr, flags fi.Flags) (*MR, error) {
 	if t.regions == nil {
 		return nil, errors.Wrap(fi.EBADF, "register mr: domain closed")
 	}
-	if t.provKey {
+	switch {
+	case keyed:
+		if t.regions[key] != nil {
+			return nil, errors.Wrapf(fi.ENOKEY, "register mr: key %d already in use", key)
+		}
+		m.key = key
+	case t.provKey:
 		for t.regions[t.nextKey] != nil {
 			t.nextKey++
 		}
 		m.key = t.nextKey
 		t.nextKey++
-	} else {
+	default:
 		if t.regions[attr.RequestedKey] != nil {
 			return nil, errors.Wrapf(fi.ENOKEY, "register mr: key %d already in use", attr.RequestedKey)
 		}

@@ -190,6 +190,8 @@ func (tx *txBuf) reset() {
 	clear(tx.desc[:])
 	clear(tx.src[:])
 	tx.nsrc, tx.nseg, tx.next, tx.pending, tx.err, tx.queued = 0, 0, 0, 0, 0, false
+	clear(tx.res[:])
+	tx.aop, tx.nres, tx.resLen = 0, 0, 0
 }
 
 // connFor returns the connection to send to the AV's addr on, or
@@ -371,13 +373,17 @@ func (e *endpoint) dropConn(c *conn, code fi.Errno) {
 		c.slab = nil
 	}
 	for _, tx := range e.txs {
-		if tx.inUse && tx.kind == txRndv && tx.conn == c && tx.sent {
+		if tx.inUse && (tx.kind == txRndv || tx.kind == txAtomic) && tx.conn == c && tx.sent {
 			e.txDone(tx, 0, code)
 		}
 	}
 	deferred := c.deferred
 	c.deferred = nil
 	for _, op := range deferred {
+		if tx := op.resp; tx != nil {
+			e.putResp(tx)
+			continue
+		}
 		if rr := op.rr; rr != nil {
 			rr.queued = false
 			rr.fail(code)
@@ -569,9 +575,26 @@ func (e *endpoint) txDone(tx *txBuf, flags fi.Flags, code fi.Errno) {
 	if !tx.inUse {
 		return
 	}
-	if tx.kind == txSeg {
+	switch tx.kind {
+	case txSeg:
 		e.segDone(tx, code)
 		return
+	case txAtomicResp:
+		e.putResp(tx)
+		return
+	case txAtomic:
+		// The response ends the operation; its verdict stands whatever
+		// became of the request's send.
+		if code == 0 && !tx.done {
+			tx.sent = true
+			if !tx.conn.closed {
+				return
+			}
+			code = fi.ECANCELED // no response comes over a closed connection
+		}
+		if tx.done {
+			code = tx.err
+		}
 	}
 	if tx.kind == txRndv && code == 0 {
 		tx.sent = true
@@ -639,9 +662,14 @@ func (e *endpoint) arrived(rx *rxBuf, n int) {
 			e.dropConn(c, fi.EIO)
 			return
 		}
+	case rxmwire.TypeAtomic, rxmwire.TypeAtomicResp:
+		if !e.takeAtomic(c, &h, rx.buf[rxmwire.HeaderSize:n]) {
+			e.dropConn(c, fi.EIO)
+			return
+		}
 	default:
-		// Atomics, credits and the write rendezvous are not spoken:
-		// the peer is configured otherwise.
+		// Credits and the write rendezvous are not spoken: the peer is
+		// configured otherwise.
 		e.dropConn(c, fi.EIO)
 		return
 	}
@@ -688,12 +716,7 @@ func (e *endpoint) putBuf(b []byte) {
 	if cap(b) >= e.eager {
 		e.bufs = append(e.bufs, b[:0])
 	}
-	for i, c := range e.starved {
-		c.starved = false
-		e.wantResume(c) // resumed when mu is let go
-		e.starved[i] = nil
-	}
-	e.starved = e.starved[:0]
+	e.unstarve()
 }
 
 // srcOf returns the AV address of connection c's peer, fi.AddrUnspec if

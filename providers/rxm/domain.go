@@ -23,6 +23,12 @@ type domain struct {
 	// mrKey counts rxm's internal registrations: their keys are
 	// rxmKeyBase | mrKey (C's rxm_domain mr_key).
 	mrKey atomic.Uint64
+	// atomicMRs records the application's registrations under their
+	// core keys, with their buffers, rights and remote addresses in the
+	// domain's MR mode, for the atomics peers apply here (C's rxm keeps
+	// its own MR map for them too); nil unless the domain has FI_ATOMIC,
+	// as C records them only then.
+	atomicMRs *kit.MRTable
 	kit.Domain[epSet]
 }
 
@@ -39,7 +45,13 @@ var _ interface {
 // Close closes the domain (fi_close), then the core's: fi.EBUSY while
 // objects opened on it are open, fi.EBADF once closed. An error of the
 // core's close comes back after the rxm domain has closed.
-func (d *domain) Close() error { return closeOver(d.CloseWith, d.core, d.fabric.Prov(), "domain") }
+func (d *domain) Close() error {
+	err := closeOver(d.CloseWith, d.core, d.fabric.Prov(), "domain")
+	if d.atomicMRs != nil && !errors.Is(err, fi.EBUSY) {
+		d.atomicMRs.Close()
+	}
+	return err
+}
 
 // OpenCounter opens a counter (fi_cntr_open): the kit's software counter.
 func (d *domain) OpenCounter(attr *eq.CounterAttr) (eq.Counter, error) { return d.NewCounter(attr) }
@@ -72,8 +84,10 @@ func (d *domain) checkName(b []byte) error {
 // the core domain, for the access asked plus what rxm's rendezvous needs
 // of it (a send buffer is read by the peer, a receive buffer reads into
 // it). The region's Key is the core's, which peers use; its Desc is the
-// rxm region itself, from which rxm finds the core's. It holds a
-// reference on the domain until it closes.
+// rxm region itself, from which rxm finds the core's. In a domain with
+// FI_ATOMIC rxm records the region, with the access asked, for the
+// peers' atomics (atomic.go). It holds a reference on the domain until
+// it closes.
 func (d *domain) RegisterMR(attr *fi.MRAttr, flags fi.Flags) (fi.MR, error) {
 	if attr == nil {
 		return nil, errors.Wrapf(fi.EINVAL, "%s: register mr: nil attributes", d.fabric.Prov())
@@ -93,7 +107,16 @@ func (d *domain) RegisterMR(attr *fi.MRAttr, flags fi.Flags) (fi.MR, error) {
 		d.Release(kit.KindMR)
 		return nil, errors.Wrapf(err, "%s: register mr", d.fabric.Prov())
 	}
-	return &memRegion{domain: d, core: core}, nil
+	m := &memRegion{domain: d, core: core}
+	if d.atomicMRs != nil {
+		rec := *attr
+		if m.atomic, err = d.atomicMRs.Insert(&rec, core.Key()); err != nil {
+			_ = core.Close()
+			d.Release(kit.KindMR)
+			return nil, errors.Wrapf(err, "%s: register mr", d.fabric.Prov())
+		}
+	}
+	return m, nil
 }
 
 // memRegion is an rxm memory region (struct fid_mr; C's struct rxm_mr):
@@ -101,6 +124,8 @@ func (d *domain) RegisterMR(attr *fi.MRAttr, flags fi.Flags) (fi.MR, error) {
 type memRegion struct {
 	domain *domain
 	core   fi.MR
+	// atomic is its record for the peers' atomics, nil without FI_ATOMIC.
+	atomic *kit.MR
 	closed atomic.Bool
 }
 
@@ -118,6 +143,9 @@ func (m *memRegion) Desc() any { return m }
 func (m *memRegion) Close() error {
 	if !m.closed.CompareAndSwap(false, true) {
 		return fi.EBADF
+	}
+	if m.atomic != nil {
+		_ = m.atomic.Close()
 	}
 	err := m.core.Close()
 	m.domain.Release(kit.KindMR)

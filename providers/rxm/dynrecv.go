@@ -48,6 +48,7 @@ const (
 	dynEager    dynKind = iota // an eager message, raw tagged or behind an rxm header
 	dynRndv                    // a rendezvous request: its descriptor comes
 	dynReadDone                // a read-done
+	dynAtomic                  // an atomic request or response (atomic.go)
 )
 
 // dynRx is a message a connection in dynamic receive mode is placing:
@@ -76,6 +77,8 @@ type dynRx struct {
 	msgID  uint64
 	desc   rxmwire.RndvDesc
 	small  [rxmwire.RndvDescSize]byte
+	// hdr is an atomic packet's header.
+	hdr rxmwire.Header
 }
 
 var _ kit.DynRecvHandler = (*endpoint)(nil)
@@ -216,9 +219,11 @@ func (e *endpoint) Arrived(a *kit.Arrival) ([][]byte, any, error) {
 	case rxmwire.TypeRndvReadDone:
 		d.kind, d.msgID = dynReadDone, h.MsgID
 		return nil, d, nil
+	case rxmwire.TypeAtomic, rxmwire.TypeAtomicResp:
+		return e.atomicArriving(d, &h, a.Rest)
 	default:
-		// SAR (C sends it only without dynamic buffers), atomics,
-		// credits, the write rendezvous: not spoken here.
+		// SAR (C sends it only without dynamic buffers), credits, the
+		// write rendezvous: not spoken here.
 		e.putDyn(d)
 		return nil, nil, fi.EIO
 	}
@@ -251,6 +256,10 @@ func (e *endpoint) dynPlace(d *dynRx) ([][]byte, any, error) {
 // dynDone takes the core completion of message d: n bytes placed, code
 // the error (0 for success). mu is held.
 func (e *endpoint) dynDone(d *dynRx, n int, code fi.Errno) {
+	if d.kind == dynAtomic {
+		e.atomicDone(d, n, code)
+		return
+	}
 	if d.orphan {
 		e.putDyn(d)
 		return

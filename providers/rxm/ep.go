@@ -185,8 +185,12 @@ type conn struct {
 	// viaCQ counts its messages whose completions wait in the core
 	// completion queue (DynCompleted declined them).
 	viaCQ atomic.Int32
-	// starved says a message waits for an unexpected buffer.
+	// starved says a message waits for an unexpected buffer, an
+	// atomic body's buffer or a response slot.
 	starved bool
+	// respOut counts the peer's atomic requests taken whose responses
+	// are not sent yet (at most respLimit).
+	respOut int
 	// src is the peer's AV address (srcOf) while the AV's version is
 	// srcVer-1.
 	src    fi.Addr
@@ -194,10 +198,12 @@ type conn struct {
 }
 
 // deferredOp is an operation in a connection's deferred queue: a
-// rendezvous receive's next step, or the rest of a segmented send.
+// rendezvous receive's next step, the rest of a segmented send, or an
+// atomic response.
 type deferredOp struct {
-	rr  *rndvRecv
-	sar *txBuf
+	rr   *rndvRecv
+	sar  *txBuf
+	resp *txBuf
 }
 
 // rxBuf is a bounce receive posted on a connection: a header and an
@@ -212,11 +218,13 @@ type rxBuf struct {
 type txKind uint8
 
 const (
-	txEager txKind = iota // an eager message
-	txRndv                // a rendezvous request; the send ends at read-done
-	txRMA                 // an RMA operation passed to the core
-	txSAR                 // a segmented message; it ends when its segments are sent
-	txSeg                 // one segment of a txSAR, sent from the bounce buffer
+	txEager      txKind = iota // an eager message
+	txRndv                     // a rendezvous request; the send ends at read-done
+	txRMA                      // an RMA operation passed to the core
+	txSAR                      // a segmented message; it ends when its segments are sent
+	txSeg                      // one segment of a txSAR, sent from the bounce buffer
+	txAtomic                   // an atomic request; the operation ends at its response
+	txAtomicResp               // an atomic response to a peer's request (atomic.go)
 )
 
 // txBuf is an application's transmit operation on its way (C's struct
@@ -270,6 +278,14 @@ type txBuf struct {
 	err        fi.Errno
 	queued     bool
 	parent     *txBuf
+	// An atomic request (txAtomic): its op, and where the response's
+	// result goes (res, resLen bytes in all). It uses conn, sent, done,
+	// err and awaitsPeer as a rendezvous send does; err is the
+	// response's verdict.
+	aop    rxmwire.Op
+	res    [iovLimit][]byte
+	nres   int
+	resLen int
 }
 
 // maxInject is the most an inject carries here (inject_size is at most
@@ -319,6 +335,7 @@ type endpoint struct {
 	kit.MsgOps
 	kit.TaggedOps
 	kit.RMAOps
+	kit.AtomicOps
 	domain *domain
 	info   *fi.Info
 	b      kit.Bindings
@@ -436,6 +453,14 @@ type endpoint struct {
 	// while there are any.
 	rndvOut int
 	hdr     rxmwire.Header
+	// The target's side of atomics (atomic.go): free response buffers,
+	// free atomic body buffers (natomBufs made), the request being
+	// served and its segments' memory.
+	respFree  []*txBuf
+	atomBufs  [][]byte
+	natomBufs int
+	atomReq   rxmwire.AtomicReq
+	atomMem   [rxmwire.AtomicIOCLimit][]byte
 }
 
 var (
@@ -443,6 +468,7 @@ var (
 	_ ep.Msg      = (*endpoint)(nil)
 	_ ep.Tagged   = (*endpoint)(nil)
 	_ ep.RMA      = (*endpoint)(nil)
+	_ ep.Atomic   = (*endpoint)(nil)
 	_ ep.Namer    = (*endpoint)(nil)
 	_ kit.Poster  = (*endpoint)(nil)
 )
@@ -482,6 +508,7 @@ func (d *domain) OpenEndpoint(info *fi.Info) (ep.Endpoint, error) {
 	}
 	ops := kit.NewOps(e, prov, e.info)
 	e.MsgOps, e.TaggedOps, e.RMAOps = kit.MsgOps{Ops: ops}, kit.TaggedOps{Ops: ops}, kit.RMAOps{Ops: ops}
+	e.AtomicOps = kit.AtomicOps{Atomics: e.newAtomics(ops)}
 	e.b.Init(e.info)
 	e.recvs = make([]posted, 0, min(rx, 256))
 	return e, nil

@@ -77,6 +77,9 @@ func (f *fabric) OpenDomain(info *fi.Info) (fi.Domain, error) {
 	if err := d.Init(&f.Fabric, info, nil); err != nil {
 		return nil, err
 	}
+	if info.Caps&fi.CapAtomic != 0 {
+		d.atomicMRs = kit.NewMRTable(info.DomainAttr.MRMode)
+	}
 	ci, err := f.coreEntry(info)
 	if err == nil {
 		d.coreInfo = ci

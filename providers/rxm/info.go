@@ -14,9 +14,10 @@ import (
 )
 
 // Attributes of rxm's own (C's rxm_attr.c), without what gofabric's rxm
-// lacks: FI_ATOMIC, FI_MULTI_RECV, FI_HMEM and FI_COLLECTIVE. FI_SOURCE
-// and FI_DIRECTED_RECV are offered always (C grants them only when asked,
-// and gofabric's tcp;ofi_rxm entries have always offered them).
+// lacks: FI_MULTI_RECV, FI_HMEM and FI_COLLECTIVE. FI_SOURCE and
+// FI_DIRECTED_RECV are offered always (C grants them only when asked,
+// and gofabric's tcp;ofi_rxm entries have always offered them); FI_ATOMIC
+// only when hints ask for it, as C does (alter).
 const (
 	txMsgCaps = fi.CapMsg | fi.CapSend                           // OFI_TX_MSG_CAPS
 	rxMsgCaps = fi.CapMsg | fi.CapRecv                           // OFI_RX_MSG_CAPS
@@ -24,9 +25,13 @@ const (
 	rxRMACaps = fi.CapRMA | fi.CapRemoteRead | fi.CapRemoteWrite // OFI_RX_RMA_CAPS
 	// commCaps are the caps rxm takes from the core's entry.
 	commCaps  = fi.CapLocalComm | fi.CapRemoteComm
-	rxmTxCaps = txMsgCaps | fi.CapTagged | txRMACaps
-	rxmRxCaps = rxMsgCaps | fi.CapTagged | rxRMACaps | fi.CapSource | fi.CapDirectedRecv
-	rxmCaps   = rxmTxCaps | rxmRxCaps | commCaps
+	rxmTxCaps = txMsgCaps | fi.CapTagged | txRMACaps | fi.CapAtomic
+	rxmRxCaps = rxMsgCaps | fi.CapTagged | rxRMACaps | fi.CapAtomic | fi.CapSource | fi.CapDirectedRecv
+	// atomicOrders are the orders rxm's atomics do not keep (C's
+	// rxm_alter_info): they leave the message orders when FI_ATOMIC is
+	// asked for (docs/wire-tcp.md, §3.11.1).
+	atomicOrders = fi.OrderRAR | fi.OrderRAW | fi.OrderWAR | fi.OrderWAW | fi.OrderSAR | fi.OrderSAW
+	rxmCaps      = rxmTxCaps | rxmRxCaps | commCaps
 
 	// passthruCaps are the caps of the application's hints rxm asks of
 	// the core as they are (C's RXM_PASSTHRU_CAPS).
@@ -296,11 +301,21 @@ func badHints(hints *fi.Info) string {
 
 // alter gives a matched entry what C's ofi_alter_info and rxm_alter_info
 // give it from hints: the queue depths and default op flags hints ask for
-// (FI_OFI_RXM_TX_SIZE and RX_SIZE for depths they leave 0), and the
-// core's FI_MR_LOCAL when hints support it (rxm registers for an
-// application that does not).
+// (FI_OFI_RXM_TX_SIZE and RX_SIZE for depths they leave 0), the core's
+// FI_MR_LOCAL when hints support it (rxm registers for an application
+// that does not), and FI_ATOMIC only when hints ask for it, with the
+// orders and ordering sizes atomics do not keep removed.
 func alter(in, hints, core *fi.Info, p params) {
 	kit.AlterInfo(in, hints, p.defTx)
+	if hints == nil || hints.Caps&fi.CapAtomic == 0 {
+		in.Caps &^= fi.CapAtomic
+		in.TxAttr.Caps &^= fi.CapAtomic
+		in.RxAttr.Caps &^= fi.CapAtomic
+	} else {
+		in.TxAttr.MsgOrder &^= atomicOrders
+		in.RxAttr.MsgOrder &^= atomicOrders
+		in.EPAttr.MaxOrderRAWSize, in.EPAttr.MaxOrderWARSize, in.EPAttr.MaxOrderWAWSize = 0, 0, 0
+	}
 	if hints == nil || hints.RxAttr == nil || hints.RxAttr.Size == 0 {
 		in.RxAttr.Size = p.defRx
 	}

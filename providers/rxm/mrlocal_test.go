@@ -25,6 +25,8 @@ func TestRDMMRLocal(t *testing.T) {
 	t.Run("sar-allocs", TestRDMSARAllocs)
 	t.Run("peer-gone", TestRDMPeerGoneAndBack)
 	t.Run("deferred", TestRDMDeferredReads)
+	t.Run("atomics", TestRDMAtomics)
+	t.Run("atomic-refused", TestRDMAtomicRefused)
 	fabtests.Run(t, fabtests.Config{Provider: testName, Groups: []string{"rdm", "tagged", "rma/rdm", "close", "peer-killed"}})
 }
 
@@ -39,6 +41,8 @@ func TestRDMBounce(t *testing.T) {
 	t.Run("truncation", TestRDMTruncation)
 	t.Run("eager-allocs", TestRDMEagerAllocs)
 	t.Run("deferred", TestRDMDeferredReads)
+	t.Run("atomics", TestRDMAtomics)
+	t.Run("atomic-refused", TestRDMAtomicRefused)
 	fabtests.Run(t, fabtests.Config{Provider: testName, Groups: []string{"rdm", "tagged", "rma/rdm"}})
 }
 

@@ -401,6 +401,17 @@ func (e *endpoint) runDeferred() {
 	for _, c := range e.deferConns {
 		i := 0
 		for ; i < len(c.deferred); i++ {
+			if tx := c.deferred[i].resp; tx != nil {
+				if e.sendResp(tx) {
+					break
+				}
+				if c.closed {
+					i = 0 // sendResp dropped the connection, and its queue with it
+					break
+				}
+				tx.queued = false
+				continue
+			}
 			if rr := c.deferred[i].rr; rr != nil {
 				rr.queued = false
 				if e.advance(rr) {

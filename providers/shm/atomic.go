@@ -3,8 +3,6 @@
 package shm
 
 import (
-	"sync"
-
 	"github.com/cockroachdb/errors"
 	"github.com/gofabric/gofabric/ep"
 	"github.com/gofabric/gofabric/eq"
@@ -29,17 +27,6 @@ import (
 // operand and, for a compare, the compare operand (so compare calls carry
 // half as many elements), and the answer's the old values.
 const atomicMax = inlineMax
-
-// atomicMu serializes every atomic operation a target in this process
-// applies, whichever endpoint and domain serves it: a target applies
-// operations in its own progress, under its endpoint's mu, so two
-// endpoints (of one domain or of two domains registering the same memory)
-// could otherwise apply theirs to the same memory at once. Operations
-// from peers reaching one endpoint are already serialized by its mu;
-// this lock makes them atomic across endpoints too. It does not make
-// them atomic with the application's own stores, nor with RMA writes,
-// as in C.
-var atomicMu sync.Mutex
 
 // atomicTag packs an atomic request's operation, datatype and family
 // into the slot's tag word.
@@ -204,9 +191,9 @@ func (d *dataPath) serveAtomic(e *endpoint, i int, h *slotHeader, s []byte) (don
 	if kind != kit.AtomicBase {
 		old = d.old[:n]
 	}
-	atomicMu.Lock()
-	err = kit.ApplyAtomic(op, dt, mem, src, cmp, old)
-	atomicMu.Unlock()
+	// Serialized with every other software target of the process:
+	// another endpoint may serve the same memory.
+	err = kit.ApplyAtomicExclusive(op, dt, mem, src, cmp, old)
 	if err != nil {
 		code := fi.EOPNOTSUPP
 		if !errors.Is(err, fi.EOPNOTSUPP) {

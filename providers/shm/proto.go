@@ -45,9 +45,9 @@ const (
 	// (atomicTag), size the target's bytes (at most inlineMax), and the
 	// payload the operand then, for a compare, the compare operand
 	// (nothing for FI_ATOMIC_READ). The target checks key, range and
-	// rights as for RMA, applies it under atomicMu and answers with
-	// opAck: the status and, for fetch and compare, the old values
-	// inline.
+	// rights as for RMA, applies it with kit.ApplyAtomicExclusive and
+	// answers with opAck: the status and, for fetch and compare, the old
+	// values inline.
 	opAtomic = 8
 )
 
