@@ -160,7 +160,7 @@ step "fuzz smoke (100000 inputs per target)"
 # can fail a target with a bare "context deadline exceeded" when a worker is
 # mid-input at the deadline (golang/go#75804, fixed in Go 1.27); a count has
 # no deadline to race. 100000 inputs take 5-10 s per target on 2 cores.
-for target in ./fi:FuzzParseAddr ./internal/getopt:FuzzParse ./providers/tcp:FuzzCMHeader ./providers/tcp:FuzzDataHeader ./internal/rxmwire:FuzzRxmHeader ./internal/rxmwire:FuzzRxmCMRecord; do
+for target in ./fi:FuzzParseAddr ./internal/getopt:FuzzParse ./providers/tcp:FuzzCMHeader ./providers/tcp:FuzzDataHeader ./internal/rxmwire:FuzzRxmHeader ./internal/rxmwire:FuzzRxmCMRecord ./internal/rxmwire:FuzzRxmAtomic; do
 	pkg=${target%%:*} fn=${target##*:}
 	go test -run='^$' -fuzz="^${fn}\$" -fuzztime="${FUZZTIME:-100000x}" "$pkg"
 done
