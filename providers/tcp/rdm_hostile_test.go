@@ -49,9 +49,12 @@ type hrRDM struct {
 // openHostileRDM opens an RDM endpoint on 127.0.0.1 (FI_SOURCE,
 // FI_DIRECTED_RECV) with one tagged-format CQ for both directions. close
 // closes it; the test's cleanup does too, for a test that failed early.
-func openHostileRDM(t *testing.T) *hrRDM {
+func openHostileRDM(t *testing.T) *hrRDM { t.Helper(); return openHostileRDMWith(t, 0) }
+
+// openHostileRDMWith is openHostileRDM with more caps asked.
+func openHostileRDMWith(t *testing.T, caps fi.Caps) *hrRDM {
 	t.Helper()
-	hints := &fi.Info{EPAttr: &fi.EPAttr{Type: fi.EPTypeRDM}, Caps: fi.CapMsg | fi.CapTagged | fi.CapSource | fi.CapDirectedRecv,
+	hints := &fi.Info{EPAttr: &fi.EPAttr{Type: fi.EPTypeRDM}, Caps: fi.CapMsg | fi.CapTagged | fi.CapSource | fi.CapDirectedRecv | caps,
 		FabricAttr: &fi.FabricAttr{ProvName: "tcp"}}
 	infos, err := fi.GetInfo(context.Background(), "127.0.0.1", "0", fi.FlagSource, hints)
 	require.NoError(t, err)
@@ -626,14 +629,16 @@ func TestHostileRDMBadHeaders(t *testing.T) {
 		{"payload 0 bytes", func(uint64) []byte { return hrMsg() }},
 		{"payload 1 byte", func(uint64) []byte { return hrMsg([]byte{4}) }},
 		{"payload 63 bytes", func(id uint64) []byte { return hrMsg(hrPkt{ver: 4, connID: id}.bytes()[:63]) }},
-		// 5. types outside 0..8, and types the provider does not speak.
+		// 5. types outside 0..8, types the provider does not speak, and
+		// atomic packets too short to be any (rdm_hostile_atomic_test.go
+		// has the rest).
 		{"type 9", hrEagerWith(hrPkt{ver: 4, typ: 9, size: 5}, hello)},
 		{"type 255", hrEagerWith(hrPkt{ver: 4, typ: 255, size: 5}, hello)},
 		{"SAR segment", hrEagerWith(hrPkt{ver: 4, typ: 1, segSize: 5, ctrlData: 1, size: 5}, hello)},
 		{"SAR last segment", hrEagerWith(hrPkt{ver: 4, typ: 1, segSize: 5, ctrlData: 3, size: 5}, hello)},
 		{"credit", hrEagerWith(hrPkt{ver: 4, typ: 6, ctrlData: 1}, nil)},
-		{"atomic", hrEagerWith(hrPkt{ver: 4, typ: 4, op: 6, size: 8}, make([]byte, 8))},
-		{"atomic response", hrEagerWith(hrPkt{ver: 4, typ: 5, size: 8}, make([]byte, 8))},
+		{"atomic request of 8 bytes", hrEagerWith(hrPkt{ver: 4, typ: 4, op: 6, size: 8}, make([]byte, 8))},
+		{"atomic response of op 0", hrEagerWith(hrPkt{ver: 4, typ: 5, size: 8}, make([]byte, 8))},
 		{"write data", hrEagerWith(hrPkt{ver: 4, typ: 7, size: 16}, hrRndvDesc(1, [3]uint64{0, 16, 1}))},
 		{"write done", hrEagerWith(hrPkt{ver: 4, typ: 8}, nil)},
 		// Bad operation header of a message.
