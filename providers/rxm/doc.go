@@ -7,8 +7,8 @@
 // peers interoperate.
 //
 // It mirrors fi_getinfo(3), fi_fabric(3), fi_domain(3), fi_av(3),
-// fi_cq(3), fi_cntr(3), fi_mr(3), fi_endpoint(3), fi_msg(3), fi_tagged(3)
-// and fi_rma(3) for its layering. Its FI_EP_RDM endpoints open a
+// fi_cq(3), fi_cntr(3), fi_mr(3), fi_endpoint(3), fi_msg(3), fi_tagged(3),
+// fi_rma(3) and fi_atomic(3) for its layering. Its FI_EP_RDM endpoints open a
 // connection to a peer on the first send (which returns fi.EAGAIN until
 // it is up) and accept the peers' with C's connect and accept records.
 // Messages up to the eager limit go eager, behind the 64-byte rxm header;
@@ -23,7 +23,15 @@
 // read-done is sent. A receive
 // too small for its message completes with an fi.ETRUNC error entry
 // (Len placed, OLen lost), eager, SAR and rendezvous alike. RMA passes
-// through to the peer's connection with the application's keys. rxm's
+// through to the peer's connection with the application's keys. Atomics
+// (FI_ATOMIC, granted only when hints ask for it, as C) go as C's atomic
+// request and response (docs/wire-tcp.md, §3.11): the target checks the
+// key, range and rights against the registrations its domain recorded,
+// applies the operation in software (kit.ApplyAtomicExclusive, over
+// verbs too: device and CPU atomics are never mixed) and answers, and the
+// initiator completes when the answer comes, so every atomic is delivery
+// complete; the valid queries answer as C's rxm built with compiler
+// atomics (no double complex, long double, int128). rxm's
 // own operations that the core refuses for now (fi.EAGAIN) wait in
 // their connection's deferred queue and go, in order, on a later
 // progress. Reading an rxm completion queue or counter reads the core's
@@ -81,9 +89,10 @@
 // beneath it; rxm's event queues, completion queues, counters and
 // address vectors are its own.
 //
-// gofabric's rxm differs from C's in what it lacks (FI_ATOMIC,
-// FI_MULTI_RECV, FI_HMEM, collectives, the write-based rendezvous,
-// the pass-through path, automatic data progress, a remote-read counter)
+// gofabric's rxm differs from C's in what it lacks (FI_MULTI_RECV,
+// FI_HMEM, collectives, the write-based rendezvous,
+// the pass-through path, automatic data progress, remote-read counts of
+// the peers' RMA reads: only their atomics count there)
 // and in granting FI_SOURCE and FI_DIRECTED_RECV without being asked.
 //
 // # Environment
