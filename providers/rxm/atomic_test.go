@@ -223,3 +223,35 @@ func TestRDMAtomicValid(t *testing.T) {
 	_, err = plain.e.(ep.Atomic).AtomicValid(ep.Uint64, ep.OpSum)
 	require.ErrorIs(t, err, fi.ENOSYS)
 }
+
+// TestRDMAtomicAllocs: a fetch-add, initiator and target alike, allocates
+// nothing once the pools are warm.
+func TestRDMAtomicAllocs(t *testing.T) {
+	a := openAtomicSide(t, 8, 0)
+	b := openAtomicSide(t, 8, fi.AccessRemoteRead|fi.AccessRemoteWrite)
+	toB := a.insert(t, b.side)[0]
+	b.insert(t, a.side)
+	at, key := a.atomic(), b.mr.Key()
+	one, res := u64(1), make([]byte, 8)
+	comps := make([]eq.Completion, 2)
+	op := func() {
+		for at.FetchAtomic(one, 1, nil, res, nil, toB, b.base, key, ep.Uint64, ep.OpSum, nil) == fi.EAGAIN {
+			_, _ = b.cq.Read(comps[:0])
+		}
+		for {
+			n, err := a.cq.Read(comps)
+			if n > 0 {
+				return
+			}
+			if err == fi.EAVAIL {
+				panic("error completion")
+			}
+			_, _ = b.cq.Read(comps[:0])
+		}
+	}
+	op()
+	require.Zero(t, testing.AllocsPerRun(100, op))
+	// One warm-up, AllocsPerRun's own warm-up and its 100 runs.
+	require.Equal(t, uint64(102), binary.LittleEndian.Uint64(b.mem))
+	require.Equal(t, uint64(101), binary.LittleEndian.Uint64(res))
+}

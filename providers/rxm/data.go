@@ -690,7 +690,7 @@ func (e *endpoint) arrivedEager(c *conn, h *rxmwire.Header, payload []byte) {
 	src := e.srcOf(c)
 	tagged := h.Op == rxmwire.OpTagged
 	if i := e.match(tagged, h.Tag, src); i >= 0 {
-		r := e.unpost(i)
+		r := e.takeRecv(i, h.Size)
 		e.deliver(&r, payload, src, tagged, h.Tag, h.HasCQData(), h.Data)
 		return
 	}
@@ -771,26 +771,50 @@ func (e *endpoint) deliver(r *posted, data []byte, src fi.Addr, tagged bool, tag
 	if !tagged {
 		tag = 0
 	}
-	e.rxComplete(r.ctx, r.report, flags, placed, uint64(len(data)), d, tag, src)
+	e.rxComplete(r.ctx, r.report, flags, placed, uint64(len(data)), d, tag, src, r.multi, r.iov[0])
 }
 
 // rxComplete completes a receive of a size-byte message of which placed
 // bytes fit: a completion, or an fi.ETRUNC error entry with the length
-// lost (OLen) when the receive was too small; mu is held.
-func (e *endpoint) rxComplete(ctx any, report bool, flags fi.Flags, placed int, size, data, tag uint64, src fi.Addr) {
+// lost (OLen) when the receive was too small. A message in
+// multi-receive buffer m (nil for others) landed in buf, which the
+// completion carries, and may release m (FI_MULTI_RECV). mu is held.
+func (e *endpoint) rxComplete(ctx any, report bool, flags fi.Flags, placed int, size, data, tag uint64, src fi.Addr,
+	m *multiRecv, buf []byte) {
+	released := false
+	if m != nil {
+		flags, released = m.Done(flags)
+		buf = buf[:placed]
+	}
 	if over := size - uint64(placed); over > 0 {
-		e.rxFailed(&eq.CQError{Context: ctx, Flags: flags, Len: placed, Data: data, Tag: tag,
+		e.rxFailed(&eq.CQError{Context: ctx, Flags: flags, Len: placed, Buf: buf, Data: data, Tag: tag,
 			OLen: int(min(over, uint64(maxInt))), Err: fi.ETRUNC})
-		return
+	} else {
+		if e.info.Caps&fi.CapSource == 0 {
+			src = fi.AddrUnspec
+		}
+		if e.RxCQ != nil && report {
+			_ = e.RxCQ.CompleteOverflow(eq.Completion{Context: ctx, Flags: flags, Len: placed, Buf: buf, Data: data, Tag: tag}, src)
+		}
+		if e.Cntr[kit.CntrRecv] != nil {
+			_ = e.Cntr[kit.CntrRecv].Add(1)
+		}
 	}
-	if e.info.Caps&fi.CapSource == 0 {
-		src = fi.AddrUnspec
+	if released {
+		e.multiReleased(m)
 	}
-	if e.RxCQ != nil && report {
-		_ = e.RxCQ.CompleteOverflow(eq.Completion{Context: ctx, Flags: flags, Len: placed, Data: data, Tag: tag}, src)
+}
+
+// recvFailed reports a receive that ended in error, ce; one in
+// multi-receive buffer m (nil for others) may release it. mu is held.
+func (e *endpoint) recvFailed(ce *eq.CQError, m *multiRecv) {
+	released := false
+	if m != nil {
+		ce.Flags, released = m.Done(ce.Flags)
 	}
-	if e.Cntr[kit.CntrRecv] != nil {
-		_ = e.Cntr[kit.CntrRecv].Add(1)
+	e.rxFailed(ce)
+	if released {
+		e.multiReleased(m)
 	}
 }
 
@@ -825,29 +849,15 @@ func (e *endpoint) PostRx(op kit.Op) error {
 		return fi.EOPBADSTATE
 	}
 	r.report = !e.RxSel || op.Flags&fi.FlagCompletion != 0
+	if op.Flags&fi.FlagMultiRecv != 0 && !r.tagged {
+		return e.postMulti(&r, &op)
+	}
 	for i := range e.unexp {
 		u := &e.unexp[i]
-		if !r.matches(u.tagged, u.tag, u.src) {
-			continue
-		}
-		m := *u
-		e.unexp = append(e.unexp[:i], e.unexp[i+1:]...)
-		e.unexp[len(e.unexp):cap(e.unexp)][0] = unexpected{}
-		if m.dyn != nil {
-			e.takeDyn(&m, &r)
+		if r.matches(u.tagged, u.tag, u.src) {
+			e.takeUnexp(i, &r)
 			return nil
 		}
-		if m.rndv {
-			e.startRndv(m.conn, &r, &m)
-			return nil
-		}
-		if m.sar != nil {
-			e.matchSAR(m.sar, &r)
-			return nil
-		}
-		e.deliver(&r, m.data, m.src, m.tagged, m.tag, m.hasCQ, m.cqData)
-		e.putBuf(m.data)
-		return nil
 	}
 	// rx_attr.size receives of each kind, untagged and tagged, as C's
 	// rxm keeps two receive queues.
@@ -857,6 +867,26 @@ func (e *endpoint) PostRx(op kit.Op) error {
 	e.nrecv[boolIndex(r.tagged)]++
 	e.recvs = append(e.recvs, r)
 	return nil
+}
+
+// takeUnexp gives receive r unexpected message i: an eager one is
+// copied, a rendezvous one read from its sender, a segmented one placed
+// as its segments come; mu is held.
+func (e *endpoint) takeUnexp(i int, r *posted) {
+	m := e.unexp[i]
+	e.unexp = append(e.unexp[:i], e.unexp[i+1:]...)
+	e.unexp[len(e.unexp):cap(e.unexp)][0] = unexpected{}
+	switch {
+	case m.dyn != nil:
+		e.takeDyn(&m, r)
+	case m.rndv:
+		e.startRndv(m.conn, r, &m)
+	case m.sar != nil:
+		e.matchSAR(m.sar, r)
+	default:
+		e.deliver(r, m.data, m.src, m.tagged, m.tag, m.hasCQ, m.cqData)
+		e.putBuf(m.data)
+	}
 }
 
 // peerCacheMax bounds the AV addresses whose peers connFor remembers.

@@ -89,8 +89,10 @@
 // beneath it; rxm's event queues, completion queues, counters and
 // address vectors are its own.
 //
-// gofabric's rxm differs from C's in what it lacks (FI_MULTI_RECV,
-// FI_HMEM, collectives, the write-based rendezvous,
+// Multi-receive buffers (FI_MULTI_RECV) are C's too: multirecv.go.
+//
+// gofabric's rxm differs from C's in what it lacks (FI_HMEM,
+// collectives, the write-based rendezvous,
 // the pass-through path, automatic data progress, remote-read counts of
 // the peers' RMA reads: only their atomics count there)
 // and in granting FI_SOURCE and FI_DIRECTED_RECV without being asked.

@@ -209,7 +209,7 @@ func (e *endpoint) Arrived(a *kit.Arrival) ([][]byte, any, error) {
 		d.kind, d.msgID = dynRndv, h.MsgID
 		// Matched now, in arrival order; read once the descriptor is in.
 		if i := e.match(d.tagged, d.tag, d.src); i >= 0 {
-			d.r, d.matched = e.unpost(i), true
+			d.r, d.matched = e.takeRecv(i, d.size), true
 		} else {
 			e.unexp = append(e.unexp, unexpected{src: d.src, tagged: d.tagged, tag: d.tag, cqData: d.cqData,
 				hasCQ: d.hasCQ, rndv: true, size: d.size, msgID: d.msgID, conn: c, dyn: d})
@@ -233,7 +233,7 @@ func (e *endpoint) Arrived(a *kit.Arrival) ([][]byte, any, error) {
 // pooled buffer behind an unexpected entry. mu is held.
 func (e *endpoint) dynPlace(d *dynRx) ([][]byte, any, error) {
 	if i := e.match(d.tagged, d.tag, d.src); i >= 0 {
-		d.r, d.matched = e.unpost(i), true
+		d.r, d.matched = e.takeRecv(i, d.size), true
 		return d.r.iov[:d.r.niov], d, nil
 	}
 	if len(e.bufs) == 0 && e.nbufs >= unexpMax {
@@ -272,7 +272,7 @@ func (e *endpoint) dynDone(d *dynRx, n int, code fi.Errno) {
 		switch {
 		case d.kind == dynReadDone:
 		case d.matched:
-			e.rxFailed(&eq.CQError{Context: d.r.ctx, Flags: recvFlags(d.tagged), Err: code})
+			e.recvFailed(&eq.CQError{Context: d.r.ctx, Flags: recvFlags(d.tagged), Err: code}, d.r.multi)
 			if d.buf != nil {
 				e.putBuf(d.buf)
 			}
@@ -286,7 +286,7 @@ func (e *endpoint) dynDone(d *dynRx, n int, code fi.Errno) {
 	case dynEager:
 		switch {
 		case d.matched && d.buf == nil:
-			e.rxComplete(d.r.ctx, d.r.report, d.flags(), n, d.size, d.data(), d.tagOut(), d.src)
+			e.rxComplete(d.r.ctx, d.r.report, d.flags(), n, d.size, d.data(), d.tagOut(), d.src, d.r.multi, d.r.iov[0])
 		case d.matched:
 			// A receive claimed the message while it arrived.
 			e.deliver(&d.r, d.buf[:n], d.src, d.tagged, d.tag, d.hasCQ, d.cqData)
@@ -313,7 +313,7 @@ func (e *endpoint) dynDone(d *dynRx, n int, code fi.Errno) {
 			return
 		}
 		if c.closed {
-			e.rxFailed(&eq.CQError{Context: d.r.ctx, Flags: recvFlags(d.tagged), Err: fi.ECANCELED})
+			e.recvFailed(&eq.CQError{Context: d.r.ctx, Flags: recvFlags(d.tagged), Err: fi.ECANCELED}, d.r.multi)
 		} else {
 			m := d.unexpected()
 			e.startRndv(c, &d.r, &m)
@@ -448,7 +448,7 @@ func (e *endpoint) DynCompleted(ctx any, n int) bool {
 		d.c.viaCQ.Add(1)
 		return false
 	}
-	e.rxComplete(d.r.ctx, d.r.report, d.flags(), n, d.size, d.data(), d.tagOut(), d.src)
+	e.rxComplete(d.r.ctx, d.r.report, d.flags(), n, d.size, d.data(), d.tagOut(), d.src, d.r.multi, d.r.iov[0])
 	e.putDyn(d)
 	e.unlock()
 	return true

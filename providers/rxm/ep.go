@@ -303,6 +303,9 @@ type posted struct {
 	ignore uint64
 	tagged bool
 	report bool
+	// multi is a multi-receive buffer (multirecv.go): the buffer itself
+	// while it is posted, or the buffer a message's part belongs to.
+	multi *multiRecv
 }
 
 // unexpected is a message that arrived before a receive matched it: an
@@ -461,6 +464,10 @@ type endpoint struct {
 	natomBufs int
 	atomReq   rxmwire.AtomicReq
 	atomMem   [rxmwire.AtomicIOCLimit][]byte
+	// minMulti is FI_OPT_MIN_MULTI_RECV; multiFree are free
+	// multi-receive buffers (multirecv.go).
+	minMulti  int
+	multiFree []*multiRecv
 }
 
 var (
@@ -469,6 +476,7 @@ var (
 	_ ep.Tagged   = (*endpoint)(nil)
 	_ ep.RMA      = (*endpoint)(nil)
 	_ ep.Atomic   = (*endpoint)(nil)
+	_ ep.Options  = (*endpoint)(nil)
 	_ ep.Namer    = (*endpoint)(nil)
 	_ kit.Poster  = (*endpoint)(nil)
 )
@@ -490,6 +498,7 @@ func (d *domain) OpenEndpoint(info *fi.Info) (ep.Endpoint, error) {
 	e := &endpoint{domain: d, info: kit.EndpointInfo(info, fi.EPTypeRDM, d.Info().Caps), pid: uint32(os.Getpid()),
 		txSize: tx, rxSize: rx, eager: d.fabric.params.bufferSize, peers: map[netip.AddrPort]*peer{}, conns: map[fi.Fid]*conn{}}
 	e.sarLimit = d.fabric.params.sarLimit
+	e.minMulti = e.eager // C's rxm_ep_settings_init
 	if e.eager > maxSegSize {
 		e.sarLimit = e.eager // seg_size is 16 bits: no SAR (C's rxm_ep_settings_init)
 	}
@@ -746,6 +755,10 @@ func (e *endpoint) Close() error {
 	}
 	e.closeCore()
 	for _, r := range e.recvs {
+		if r.multi != nil {
+			e.cancelMulti(r.multi)
+			continue
+		}
 		e.rxFailed(&eq.CQError{Context: r.ctx, Flags: recvFlags(r.tagged), Err: fi.ECANCELED})
 	}
 	e.recvs = e.recvs[:0]
@@ -769,6 +782,10 @@ func (e *endpoint) Cancel(ctx any) error {
 	for i := range e.recvs {
 		if kit.SameContext(e.recvs[i].ctx, ctx) {
 			r := e.unpost(i)
+			if r.multi != nil {
+				e.cancelMulti(r.multi)
+				return nil
+			}
 			e.rxFailed(&eq.CQError{Context: r.ctx, Flags: recvFlags(r.tagged), Err: fi.ECANCELED})
 			return nil
 		}

@@ -14,7 +14,7 @@ import (
 )
 
 // Attributes of rxm's own (C's rxm_attr.c), without what gofabric's rxm
-// lacks: FI_MULTI_RECV, FI_HMEM and FI_COLLECTIVE. FI_SOURCE and
+// lacks: FI_HMEM and FI_COLLECTIVE. FI_SOURCE and
 // FI_DIRECTED_RECV are offered always (C grants them only when asked,
 // and gofabric's tcp;ofi_rxm entries have always offered them); FI_ATOMIC
 // only when hints ask for it, as C does (alter).
@@ -26,7 +26,7 @@ const (
 	// commCaps are the caps rxm takes from the core's entry.
 	commCaps  = fi.CapLocalComm | fi.CapRemoteComm
 	rxmTxCaps = txMsgCaps | fi.CapTagged | txRMACaps | fi.CapAtomic
-	rxmRxCaps = rxMsgCaps | fi.CapTagged | rxRMACaps | fi.CapAtomic | fi.CapSource | fi.CapDirectedRecv
+	rxmRxCaps = rxMsgCaps | fi.CapTagged | rxRMACaps | fi.CapAtomic | fi.CapSource | fi.CapDirectedRecv | fi.CapMultiRecv
 	// atomicOrders are the orders rxm's atomics do not keep (C's
 	// rxm_alter_info): they leave the message orders when FI_ATOMIC is
 	// asked for (docs/wire-tcp.md, §3.11.1).
@@ -43,11 +43,11 @@ const (
 
 	// txOpFlags and rxOpFlags are the default operation flags hints may
 	// ask for (C's RXM_PASSTHRU_TX_OP_FLAGS and RXM_TX_OP_FLAGS, and
-	// RXM_RX_OP_FLAGS without FI_MULTI_RECV); coreTxOpFlags are those of
-	// them rxm passes to the core (FI_TRANSMIT_COMPLETE).
+	// RXM_RX_OP_FLAGS); coreTxOpFlags are those of them rxm passes to
+	// the core (FI_TRANSMIT_COMPLETE).
 	txOpFlags = fi.FlagTransmitComplete | fi.FlagInject | fi.FlagInjectComplete | fi.FlagDeliveryComplete |
 		fi.FlagCompletion
-	rxOpFlags     = fi.FlagCompletion
+	rxOpFlags     = fi.FlagMultiRecv | fi.FlagCompletion
 	coreTxOpFlags = fi.FlagTransmitComplete
 
 	// iovLimit is rxm's iov_limit and rma_iov_limit (RXM_IOV_LIMIT), the
@@ -291,10 +291,6 @@ func badHints(hints *fi.Info) string {
 	}
 	if rx := hints.RxAttr; rx != nil && rx.Size < 0 {
 		return "rx size " + strconv.Itoa(rx.Size) + " not supported"
-	}
-	if hints.Caps&fi.CapMultiRecv != 0 || (hints.RxAttr != nil &&
-		(hints.RxAttr.Caps&fi.CapMultiRecv != 0 || hints.RxAttr.OpFlags&fi.FlagMultiRecv != 0)) {
-		return "FI_MULTI_RECV (multi-receive buffers) is not implemented by gofabric's rxm (C's rxm offers it)"
 	}
 	return ""
 }

@@ -27,6 +27,7 @@ func TestRDMMRLocal(t *testing.T) {
 	t.Run("deferred", TestRDMDeferredReads)
 	t.Run("atomics", TestRDMAtomics)
 	t.Run("atomic-refused", TestRDMAtomicRefused)
+	t.Run("multi-recv", TestRDMMultiRecv)
 	fabtests.Run(t, fabtests.Config{Provider: testName, Groups: []string{"rdm", "tagged", "rma/rdm", "close", "peer-killed"}})
 }
 
@@ -43,6 +44,7 @@ func TestRDMBounce(t *testing.T) {
 	t.Run("deferred", TestRDMDeferredReads)
 	t.Run("atomics", TestRDMAtomics)
 	t.Run("atomic-refused", TestRDMAtomicRefused)
+	t.Run("multi-recv", TestRDMMultiRecv)
 	fabtests.Run(t, fabtests.Config{Provider: testName, Groups: []string{"rdm", "tagged", "rma/rdm"}})
 }
 

@@ -135,7 +135,7 @@ func (e *endpoint) arrivedRndv(c *conn, h *rxmwire.Header, body []byte) bool {
 		return false
 	}
 	if i := e.match(m.tagged, m.tag, m.src); i >= 0 {
-		r := e.unpost(i)
+		r := e.takeRecv(i, m.size)
 		e.startRndv(c, &r, &m)
 		return true
 	}
@@ -180,6 +180,10 @@ type rndvRecv struct {
 	hdr [rxmwire.HeaderSize]byte
 	iov [1][]byte
 	msg ep.Message
+	// multi is the multi-receive buffer the receive is part of, mbuf its
+	// part (nil for other receives).
+	multi *multiRecv
+	mbuf  []byte
 }
 
 // rndvRead is one core read of a rendezvous receive, and its context.
@@ -203,6 +207,9 @@ func (e *endpoint) startRndv(c *conn, r *posted, m *unexpected) {
 		rr = &rndvRecv{}
 	}
 	rr.c, rr.ctx, rr.report, rr.flags, rr.size, rr.msgID, rr.src = c, r.ctx, r.report, recvFlags(m.tagged), m.size, m.msgID, m.src
+	if r.multi != nil {
+		rr.multi, rr.mbuf = r.multi, r.iov[0]
+	}
 	if m.tagged {
 		rr.tag = m.tag
 	}
@@ -384,9 +391,9 @@ func (e *endpoint) advance(rr *rndvRecv) bool {
 // frees rr; mu is held.
 func (e *endpoint) rndvFinish(rr *rndvRecv) {
 	if rr.err != 0 {
-		e.rxFailed(&eq.CQError{Context: rr.ctx, Flags: rr.flags, Tag: rr.tag, Data: rr.data, Err: rr.err})
+		e.recvFailed(&eq.CQError{Context: rr.ctx, Flags: rr.flags, Tag: rr.tag, Data: rr.data, Err: rr.err}, rr.multi)
 	} else {
-		e.rxComplete(rr.ctx, rr.report, rr.flags, rr.placed, rr.size, rr.data, rr.tag, rr.src)
+		e.rxComplete(rr.ctx, rr.report, rr.flags, rr.placed, rr.size, rr.data, rr.tag, rr.src, rr.multi, rr.mbuf)
 	}
 	closeMRs(&rr.mrs)
 	*rr = rndvRecv{}

@@ -245,7 +245,7 @@ func (e *endpoint) arrivedSeg(c *conn, h *rxmwire.Header, payload []byte) bool {
 		s.cqData, s.hasCQ = h.Data, h.HasCQData()
 		c.sars = append(c.sars, s)
 		if i := e.match(s.tagged, s.tag, s.src); i >= 0 {
-			s.r, s.matched = e.unpost(i), true
+			s.r, s.matched = e.takeRecv(i, s.size), true
 		} else {
 			s.data = e.getSarBuf()
 			e.unexp = append(e.unexp, unexpected{src: s.src, tagged: s.tagged, tag: s.tag, sar: s})
@@ -302,7 +302,7 @@ func (e *endpoint) sarComplete(s *sarRx) {
 	if s.tagged {
 		tag = s.tag
 	}
-	e.rxComplete(s.r.ctx, s.r.report, flags, s.placed, s.size, data, tag, s.src)
+	e.rxComplete(s.r.ctx, s.r.report, flags, s.placed, s.size, data, tag, s.src, s.r.multi, s.r.iov[0])
 	e.putSar(s)
 }
 
@@ -312,7 +312,7 @@ func (e *endpoint) sarComplete(s *sarRx) {
 func (e *endpoint) dropSARs(c *conn, code fi.Errno) {
 	for _, s := range c.sars {
 		if s.matched {
-			e.rxFailed(&eq.CQError{Context: s.r.ctx, Flags: recvFlags(s.tagged), Len: s.placed, Err: code})
+			e.recvFailed(&eq.CQError{Context: s.r.ctx, Flags: recvFlags(s.tagged), Len: s.placed, Err: code}, s.r.multi)
 			e.putSar(s)
 		}
 	}
