@@ -13,54 +13,17 @@ import (
 )
 
 // Atomic operations (fi_atomic(3); vrb_msg_ep_atomic_ops and
-// vrb_query_atomic in C's verbs_ep.c) with the device's own operations
-// only, one 64-bit word each, as C's verbs provider offers them:
-//
-//   - fi_atomic: FI_ATOMIC_WRITE, an RDMA write of the word;
-//   - fi_fetch_atomic: FI_ATOMIC_READ, an RDMA read of the word, and
-//     FI_SUM, a fetch-and-add (IBV_WR_ATOMIC_FETCH_AND_ADD);
-//   - fi_compare_atomic: FI_CSWAP, a compare-and-swap
-//     (IBV_WR_ATOMIC_CMP_AND_SWP);
-//
-// on FI_INT64 and FI_UINT64, and FI_ATOMIC_READ and FI_ATOMIC_WRITE on
-// FI_DOUBLE too; count 1. Every other pair is fi.EOPNOTSUPP (kit.Atomics
-// with Exclude, MaxCount and Refuse). C 1.17 answers the same pairs with
-// two exceptions, where its answer would give wrong results: it also
-// accepts FI_FLOAT, whose 4-byte element it reports while it reads,
-// writes or adds 8 bytes (the word after the float is overwritten), and
-// FI_SUM and FI_CSWAP on FI_DOUBLE, which the device does on the bits as
-// integers (1.0 + 1.0 is not 2.0). Its refusals are -FI_ENOSYS for an
-// operation and -FI_EINVAL for a datatype; gofabric's are fi.EOPNOTSUPP,
-// as fi_atomic(3) and kit.AtomicOps give them for every provider.
-//
-// The fetched value lands in the result buffer, which must lie in a
-// registered region (its desc, FI_MR_LOCAL); the operand and compare
-// values are copied into the work request when it is posted, so their
-// buffers need no registration (FI_ATOMIC_WRITE's operand is sent
-// inline when it fits the inline size, else it needs its desc too).
-// Values are host-order words, as the device takes and returns them.
-// Every request is fenced (IBV_SEND_FENCE, as C does): it starts after
-// the reads and atomics posted before it have completed.
-//
-// A fetch-and-add or compare-and-swap needs an 8-byte-aligned remote
-// address: a misaligned one is refused at the call with fi.EINVAL (C
-// posts it, and the peer's device answers with an invalid-request NAK,
-// which breaks the connection). Any other remote fault (a wrong key, an
-// address outside the region, a region registered without
-// fi.AccessRemoteWrite, which is what grants the device's atomics) ends
-// in an error completion (fi.EACCES for a remote access error), and, as
-// for every error completion on an RC queue pair, the queue pair then
-// goes to the error state: the operations after it complete with
-// fi.ECANCELED and the connection carries nothing more.
-//
-// Atomicity is the device's: with atomic_cap IBV_ATOMIC_HCA (rxe, most
-// adapters) the operations are atomic with respect to each other through
-// that device, not to the CPU's own atomic instructions on the same
-// memory nor to other devices; IBV_ATOMIC_GLOB extends it to those. A
-// device with IBV_ATOMIC_NONE keeps FI_ATOMIC_READ and FI_ATOMIC_WRITE
-// (RDMA reads and writes) and refuses FI_SUM and FI_CSWAP with the
-// reason; C 1.17 never looks at atomic_cap and posts them all the same.
-// Its fi_info entries carry FI_ATOMIC either way, as C's do.
+// vrb_query_atomic in C's verbs_ep.c): the device's own, one 64-bit word
+// each. The package documentation (doc.go, Atomics) says what is offered
+// and where it parts from C 1.17. kit.AtomicOps vets every call; the
+// pairs are kit.Atomics' matrix narrowed by Exclude (the 64-bit
+// datatypes), MaxCount (1) and Refuse (atomicRefuse: the device's
+// operations), so that the valid calls and the data calls agree.
+// PostAtomic posts one fenced work request: an RDMA write for
+// FI_ATOMIC_WRITE, an RDMA read for FI_ATOMIC_READ, the device's
+// fetch-and-add or compare-and-swap, whose operands are values in the
+// request (host order, as the device takes them) and whose previous
+// value lands in the registered result buffer.
 
 // atomicWord is the size of a device atomic's operand and result.
 const atomicWord = 8
