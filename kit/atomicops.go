@@ -206,6 +206,21 @@ type Atomics struct {
 	// valid query then gives fi.ENOSYS with it, as libfabric's
 	// fi_no_atomic operations answer -FI_ENOSYS.
 	Off string
+	// MaxCount, when positive, bounds the elements of one operation
+	// whatever their size: the valid calls report at most MaxCount. A
+	// provider whose device works on one element at a time (verbs: one
+	// 64-bit word) sets 1, with MaxSize covering an element and, for
+	// the compare calls, its compare operand.
+	MaxCount int
+	// Refuse, when set, narrows the matrix by (family, datatype,
+	// operation): for a pair it returns a reason for, the family's calls
+	// and its valid call give fi.EOPNOTSUPP with that reason, as for a
+	// pair outside the matrix. It serves providers whose hardware offers
+	// a few operations (verbs: FI_ATOMIC_WRITE, FI_ATOMIC_READ, FI_SUM as
+	// a fetch, FI_CSWAP). It is called for every operation, so it must
+	// not allocate (return strings made beforehand), and its answers
+	// must not change while the endpoint is open.
+	Refuse func(kind AtomicKind, dt ep.Datatype, op ep.AtomicOp) string
 }
 
 // NewAtomics returns the atomic adapter's state for p, sharing ops, with
@@ -222,14 +237,18 @@ func NewAtomics(ops *Ops, p AtomicPoster, info *fi.Info, maxSize int) *Atomics {
 // maxCount returns how many elements of dt one call of kind carries for
 // op, or 0 when the pair is unsupported for the kind.
 func (a *Atomics) maxCount(kind AtomicKind, dt ep.Datatype, op ep.AtomicOp) int {
-	if !kind.takes(op) || !AtomicSupported(op, dt) || a.Exclude.Has(dt) {
+	if !kind.takes(op) || !AtomicSupported(op, dt) || a.Exclude.Has(dt) || a.Refuse != nil && a.Refuse(kind, dt, op) != "" {
 		return 0
 	}
 	limit := a.MaxSize
 	if kind == AtomicCompare {
 		limit /= 2
 	}
-	return limit / atomicSizes[dt]
+	n := limit / atomicSizes[dt]
+	if a.MaxCount > 0 && n > a.MaxCount {
+		n = a.MaxCount
+	}
+	return n
 }
 
 // Valid reports how many elements of dt one call of kind may carry for op,
@@ -262,6 +281,8 @@ func (a *Atomics) unsupported(call string, kind AtomicKind, dt ep.Datatype, op e
 		why = ": " + atomicOpName(op) + " is not a compare operation"
 	case a.Exclude.Has(dt):
 		why = ": the endpoint offers no " + atomicTypeName(dt) + " atomics"
+	case a.Refuse != nil && a.Refuse(kind, dt, op) != "":
+		why = ": " + a.Refuse(kind, dt, op)
 	default:
 		size, limit := atomicSizes[dt], a.MaxSize
 		if kind == AtomicCompare {
@@ -473,8 +494,8 @@ func (a *Atomics) badVector(op *AtomicOp, call, what string, fault iocFault, at,
 //     fi.EINVAL (a compare operation outside the compare calls, another
 //     one in them); FI_ATOMIC_READ, a fetch operation, gives
 //     fi.EOPNOTSUPP outside the fetch calls, as ofi_atomic_valid does;
-//   - the pair is supported ([AtomicSupported], less [Atomics].Exclude),
-//     else fi.EOPNOTSUPP;
+//   - the pair is supported ([AtomicSupported], less [Atomics].Exclude
+//     and what [Atomics].Refuse refuses), else fi.EOPNOTSUPP;
 //   - the count is at least 1 (fi.EINVAL) and at most what the family's
 //     valid call reports (fi.EMSGSIZE);
 //   - each buffer holds its elements: len(buf) == count *

@@ -353,6 +353,56 @@ func TestAtomicOpsExclude(t *testing.T) {
 	require.False(t, kit.AtomicTypes(math.MaxUint32).Has(32))
 }
 
+// TestAtomicOpsNarrow: MaxCount caps the count whatever the element's
+// size, and Refuse takes (family, datatype, operation) pairs out of the
+// matrix with its reason, in the valid calls and the data calls alike,
+// as a provider with a few device operations (verbs) needs them.
+func TestAtomicOpsNarrow(t *testing.T) {
+	a, r, at := newAtomicAdapter()
+	at.MaxSize, at.MaxCount = 16, 1
+	const why = "the device offers FI_SUM only"
+	at.Refuse = func(kind kit.AtomicKind, dt ep.Datatype, op ep.AtomicOp) string {
+		if kind == kit.AtomicFetch && op != ep.OpSum {
+			return why
+		}
+		return ""
+	}
+	for _, c := range []struct {
+		valid func(ep.Datatype, ep.AtomicOp) (int, error)
+		dt    ep.Datatype
+		op    ep.AtomicOp
+	}{
+		{a.AtomicValid, ep.Int64, ep.OpMin},
+		{a.AtomicValid, ep.Int8, ep.OpSum},
+		{a.FetchAtomicValid, ep.Uint64, ep.OpSum},
+		{a.CompareAtomicValid, ep.Int64, ep.OpCSwap},
+		{a.CompareAtomicValid, ep.Uint16, ep.OpMSwap},
+	} {
+		n, err := c.valid(c.dt, c.op)
+		require.NoError(t, err, "%v %v", c.dt, c.op)
+		require.Equal(t, 1, n, "MaxCount bounds %v %v", c.dt, c.op)
+	}
+	n, err := a.FetchAtomicValid(ep.Int64, ep.OpAtomicRead)
+	require.ErrorIs(t, err, fi.EOPNOTSUPP)
+	require.ErrorContains(t, err, "test: fetch_atomicvalid: FI_ATOMIC_READ on FI_INT64 not supported: "+why)
+	require.Zero(t, n)
+	_, err = a.FetchAtomicValid(ep.Int64, ep.OpCSwap)
+	require.ErrorContains(t, err, "FI_CSWAP is a compare operation", "the family's reason comes first")
+
+	b := make([]byte, 16)
+	err = a.FetchAtomic(b[:8], 1, nil, b[8:], nil, 0, 0, 0, ep.Int64, ep.OpMax, nil)
+	require.ErrorIs(t, err, fi.EOPNOTSUPP)
+	require.ErrorContains(t, err, "test: fetch_atomic: FI_MAX on FI_INT64 not supported: "+why)
+	require.ErrorIs(t, a.FetchAtomic(b, 2, nil, b, nil, 0, 0, 0, ep.Int64, ep.OpSum, nil), fi.EMSGSIZE)
+	require.Zero(t, r.n)
+	require.NoError(t, a.FetchAtomic(b[:8], 1, nil, b[8:], nil, 0, 0, 0, ep.Int64, ep.OpSum, nil))
+	require.NoError(t, a.Atomic(b[:8], 1, nil, 0, 0, 0, ep.Int64, ep.OpMax, nil), "other families are untouched")
+	require.Equal(t, 2, r.n)
+	require.Zero(t, testing.AllocsPerRun(100, func() {
+		_ = a.FetchAtomic(b[:8], 1, nil, b[8:], nil, 0, 0, 0, ep.Int64, ep.OpSum, nil)
+	}), "Refuse on the data path")
+}
+
 func dtName(dt ep.Datatype) string {
 	return [...]string{"FI_INT8", "FI_UINT8", "FI_INT16", "FI_UINT16", "FI_INT32", "FI_UINT32", "FI_INT64",
 		"FI_UINT64", "FI_FLOAT", "FI_DOUBLE", "FI_FLOAT_COMPLEX", "FI_DOUBLE_COMPLEX", "FI_LONG_DOUBLE",

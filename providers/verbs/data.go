@@ -263,7 +263,7 @@ func (e *endpoint) txDone(op txOp, w *completion, st wcStatus) {
 	e.count(op.cnt, true)
 	if op.report && e.TxCQ != nil {
 		c := eq.Completion{Context: op.ctx, Flags: op.flags}
-		if op.flags&fi.FlagRead != 0 {
+		if op.flags&(fi.FlagRead|fi.FlagAtomic) == fi.FlagRead { // RMA reads; atomics report no length
 			c.Len = int(w.byteLen)
 		}
 		_ = e.TxCQ.CompleteOverflow(c, fi.AddrUnspec)

@@ -33,13 +33,20 @@ type domain struct {
 	fabric *fabric
 	dev    ctxC
 	pd     pdC
+	// atomicCap is the device's atomic_cap (ibv_query_device): with
+	// atomicCapNone its endpoints refuse FI_SUM and FI_CSWAP (atomic.go).
+	atomicCap int
 }
 
-// open opens the device info.DomainAttr.Name and allocates the domain's
-// protection domain (rdma_get_devices, ibv_alloc_pd).
+// open opens the device info.DomainAttr.Name, reads its atomic
+// capability and allocates the domain's protection domain
+// (rdma_get_devices, ibv_query_device, ibv_alloc_pd).
 func (d *domain) open() error {
 	dev, err := findContext(d.Info().DomainAttr.Name)
 	if err != nil {
+		return errors.Wrap(err, "verbs: open domain")
+	}
+	if d.atomicCap, err = deviceAtomicCap(dev); err != nil {
 		return errors.Wrap(err, "verbs: open domain")
 	}
 	pd, err := allocPD(dev)
@@ -115,9 +122,10 @@ type memRegion struct {
 var _ fi.MR = (*memRegion)(nil)
 
 // RegisterMR registers attr.Buf with the domain's protection domain
-// (fi_mr_regattr; ibv_reg_mr). Local write is always granted (receives
-// and read results land there); remote read and write as attr.Access
-// asks.
+// (fi_mr_regattr; ibv_reg_mr). Local write is always granted (receives,
+// read and atomic results land there); remote read and write as
+// attr.Access asks, remote write with the peer's device atomics
+// (IBV_ACCESS_REMOTE_ATOMIC), as C's vrb_mr_ofi2ibv_access grants them.
 func (d *domain) RegisterMR(attr *fi.MRAttr, flags fi.Flags) (fi.MR, error) {
 	if attr == nil {
 		return nil, errors.Wrap(fi.EINVAL, "verbs: register mr: nil attributes")
@@ -139,7 +147,7 @@ func (d *domain) RegisterMR(attr *fi.MRAttr, flags fi.Flags) (fi.MR, error) {
 			access |= accessRemoteRead
 		}
 		if attr.Access&fi.AccessRemoteWrite != 0 {
-			access |= accessRemoteWrite
+			access |= accessRemoteWrite | accessRemoteAtomic
 		}
 		r.pin.Pin(&attr.Buf[0])
 		m, err := regMR(d.pd, unsafe.Pointer(&attr.Buf[0]), len(attr.Buf), access)

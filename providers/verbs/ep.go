@@ -21,10 +21,10 @@ import (
 const cmTimeoutMS = 2000
 
 // endpoint is a connected (FI_EP_MSG) endpoint (struct fid_ep;
-// fi_endpoint(3), fi_cm(3), fi_msg(3), fi_rma(3); vrb_ep): an rdma_cm id
-// with an RC queue pair on the domain's protection domain, completing
-// into a verbs CQ of its own whose completion channel a goroutine waits
-// on in the netpoller. Its id is created when it opens (or is the
+// fi_endpoint(3), fi_cm(3), fi_msg(3), fi_rma(3), fi_atomic(3); vrb_ep):
+// an rdma_cm id with an RC queue pair on the domain's protection domain,
+// completing into a verbs CQ of its own whose completion channel a
+// goroutine waits on in the netpoller. Its id is created when it opens (or is the
 // request's), bound to the Info's source address so that the device is
 // known and the queue pair exists from Enable on, and receives can be
 // posted before the connection is up. Safe for concurrent use.
@@ -36,9 +36,10 @@ type endpoint struct {
 	cm     *cmDispatch
 
 	// The adapter gives the endpoint fi_msg(3) and fi_rma(3) over PostTx
-	// and PostRx (data.go).
+	// and PostRx (data.go), and fi_atomic(3) over PostAtomic (atomic.go).
 	kit.MsgOps
 	kit.RMAOps
+	kit.AtomicOps
 
 	enabledAt atomic.Bool
 
@@ -67,6 +68,7 @@ var (
 	_ ep.CM       = (*endpoint)(nil)
 	_ ep.Msg      = (*endpoint)(nil)
 	_ ep.RMA      = (*endpoint)(nil)
+	_ ep.Atomic   = (*endpoint)(nil)
 	_ ep.Opener   = (*domain)(nil)
 )
 
@@ -94,6 +96,7 @@ func (d *domain) OpenEndpoint(info *fi.Info) (ep.Endpoint, error) {
 	// Of the default receive flags, a receive takes these two.
 	ops.RxFlags &= fi.FlagCompletion | fi.FlagMore
 	e.MsgOps, e.RMAOps = kit.MsgOps{Ops: ops}, kit.RMAOps{Ops: ops}
+	e.AtomicOps = kit.AtomicOps{Atomics: newAtomics(ops, e, d)}
 	e.bind.Init(e.info)
 	if req != nil {
 		if err := req.pep.Backlog.Take(req); err != nil {

@@ -151,6 +151,30 @@ static int gf_post_send(struct ibv_qp *qp, int opcode, int flags, uint64_t wr_id
 	wr.wr.rdma.rkey = rkey;
 	return ibv_post_send(qp, &wr, &bad);
 }
+// gf_post_atomic posts one signaled atomic work request
+// (IBV_WR_ATOMIC_FETCH_AND_ADD, IBV_WR_ATOMIC_CMP_AND_SWP) whose one SGE
+// receives the remote word's previous value (ibv_post_send): 0 or errno.
+// compare_add and swap are values in host order, not addresses.
+static int gf_post_atomic(struct ibv_qp *qp, int opcode, int flags, uint64_t wr_id, struct ibv_sge *sge,
+		uint64_t raddr, uint32_t rkey, uint64_t compare_add, uint64_t swap) {
+	struct ibv_send_wr wr = { .wr_id = wr_id, .sg_list = sge, .num_sge = 1,
+		.opcode = opcode, .send_flags = flags | IBV_SEND_SIGNALED }, *bad;
+	wr.wr.atomic.remote_addr = raddr;
+	wr.wr.atomic.rkey = rkey;
+	wr.wr.atomic.compare_add = compare_add;
+	wr.wr.atomic.swap = swap;
+	return ibv_post_send(qp, &wr, &bad);
+}
+
+// gf_atomic_cap is the device's atomic_cap (ibv_query_device), or -errno.
+static int gf_atomic_cap(struct ibv_context *c) {
+	struct ibv_device_attr a;
+	int rc = ibv_query_device(c, &a);
+	if (rc)
+		return rc > 0 ? -rc : -EIO;
+	return a.atomic_cap;
+}
+
 // --- endpoints (fabric.go, domain.go, ep.go, data.go) ---
 
 // gf_find_context returns librdmacm's open context of the device named
@@ -582,6 +606,8 @@ const (
 	accessLocalWrite  = int(C.IBV_ACCESS_LOCAL_WRITE)
 	accessRemoteWrite = int(C.IBV_ACCESS_REMOTE_WRITE)
 	accessRemoteRead  = int(C.IBV_ACCESS_REMOTE_READ)
+	// accessRemoteAtomic lets the peer's device atomics at the region.
+	accessRemoteAtomic = int(C.IBV_ACCESS_REMOTE_ATOMIC)
 )
 
 // regMR registers n bytes at p, memory outside the Go heap, with pd
@@ -1003,3 +1029,36 @@ const (
 	wcRNRRetryExcErr = wcStatus(C.IBV_WC_RNR_RETRY_EXC_ERR)
 	wcLocAccessErr   = wcStatus(C.IBV_WC_LOC_ACCESS_ERR)
 )
+
+// Atomic send opcodes (enum ibv_wr_opcode) and the fence flag
+// (IBV_SEND_FENCE: the request starts once the RDMA reads and atomics
+// posted before it have completed).
+const (
+	opAtomicCmpSwp   = sendOp(C.IBV_WR_ATOMIC_CMP_AND_SWP)
+	opAtomicFetchAdd = sendOp(C.IBV_WR_ATOMIC_FETCH_AND_ADD)
+	sendFence        = int(C.IBV_SEND_FENCE)
+)
+
+// Device atomic capabilities (enum ibv_atomic_cap).
+const (
+	atomicCapNone = int(C.IBV_ATOMIC_NONE) // no atomics
+	atomicCapHCA  = int(C.IBV_ATOMIC_HCA)  // atomic among the device's own atomics
+	atomicCapGlob = int(C.IBV_ATOMIC_GLOB) // atomic with the CPU's and other devices' too
+)
+
+// postAtomicC posts a signaled atomic work request whose SGE sge gets the
+// previous value (ibv_post_send): 0 or the errno.
+func postAtomicC(qp qpC, op sendOp, flags int, wrID uint64, sge *sgeC, raddr uint64, rkey uint32, compareAdd, swap uint64) syscall.Errno {
+	return syscall.Errno(C.gf_post_atomic(qp, C.int(op), C.int(flags), C.uint64_t(wrID), sge,
+		C.uint64_t(raddr), C.uint32_t(rkey), C.uint64_t(compareAdd), C.uint64_t(swap)))
+}
+
+// deviceAtomicCap is c's atomic_cap (ibv_query_device): one of the
+// atomicCap* values.
+func deviceAtomicCap(c ctxC) (int, error) {
+	rc := int(C.gf_atomic_cap(c))
+	if rc < 0 {
+		return 0, errnoErr("ibv_query_device", syscall.Errno(-rc))
+	}
+	return rc, nil
+}
