@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -18,7 +17,6 @@ import (
 	"github.com/gofabric/gofabric/ep"
 	"github.com/gofabric/gofabric/eq"
 	"github.com/gofabric/gofabric/fi"
-	"github.com/gofabric/gofabric/internal/reftest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -117,21 +115,6 @@ func requireTCPRDM(tb testing.TB) {
 	defer cancel()
 	_, err := fi.GetInfo(ctx, "", "", 0, tcpHints(fi.EPTypeRDM))
 	require.NoError(tb, err, "the tcp provider offers FI_EP_RDM (tcp;ofi_rxm) entries")
-}
-
-// buildCPeerRDM compiles cpeer_rdm.c into a directory of tb, or calls
-// reftest.Missing when gcc or the libfabric headers are not installed.
-func buildCPeerRDM(tb testing.TB) string {
-	tb.Helper()
-	if _, err := os.Stat("/usr/include/rdma/fabric.h"); err != nil {
-		reftest.Missing(tb, "libfabric headers (package libfabric-dev) not installed: %v", err)
-	}
-	gcc := reftest.Tool(tb, "gcc", "gcc")
-	bin := filepath.Join(tb.TempDir(), "cpeer_rdm")
-	src := filepath.Join("testdata", "cpeer", "cpeer_rdm.c")
-	out, err := exec.Command(gcc, "-std=c11", "-O1", "-o", bin, src, "-lfabric").CombinedOutput()
-	require.NoError(tb, err, "gcc: %s", out)
-	return bin
 }
 
 // nameFile waits for the C server's name file and returns the name's hex.
@@ -671,7 +654,7 @@ func TestInteropCRDM(t *testing.T) {
 	cleanEnv(t)
 	t.Setenv("FI_TCP_IFACE", "lo")
 	requireTCPRDM(t)
-	bin := buildCPeerRDM(t)
+	bin := buildC(t, "cpeer_rdm")
 	for _, sc := range rdmScenarios {
 		t.Run(sc.name+"/go-server", func(t *testing.T) { rdmGoServer(t, bin, sc) })
 		t.Run(sc.name+"/go-client", func(t *testing.T) { rdmGoClient(t, bin, sc) })
