@@ -74,6 +74,7 @@ type rdmScenario struct {
 	body    []rdmMsg
 	source  bool     // the endpoints have FI_SOURCE
 	opFlags fi.Flags // the endpoints' tx_attr.op_flags (delivery, transmit)
+	caps    fi.Caps  // asked for beside FI_MSG | FI_TAGGED (cpeer_atomic's FI_ATOMIC)
 }
 
 // dc reports whether the scenario is delivery or transmit, whose sends
@@ -170,7 +171,7 @@ type rdmPeer struct {
 // rdmHints are cpeer_rdm's fi_getinfo hints.
 func rdmHints(sc rdmScenario, directed bool) *fi.Info {
 	h := tcpHints(fi.EPTypeRDM)
-	h.Caps = fi.CapMsg | fi.CapTagged
+	h.Caps = fi.CapMsg | fi.CapTagged | sc.caps
 	if sc.source {
 		h.Caps |= fi.CapSource
 	}
