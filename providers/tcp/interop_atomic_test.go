@@ -198,41 +198,23 @@ func b2n[T atomInt | float32 | float64](b bool) T {
 
 // The expectations: what op makes of element a with operand v and compare
 // value c (fi_atomic(3): the compare ops test "c <op> a"), in plain Go.
+// atomInts adds the bitwise ops to atomReals' arithmetic, logic and
+// compare-and-swap ops.
 func atomInts[T atomInt](op ep.AtomicOp, a, v, c T) T {
 	switch op {
-	case ep.OpMin:
-		if v < a {
-			return v
-		}
-		return a
-	case ep.OpMax:
-		if v > a {
-			return v
-		}
-		return a
-	case ep.OpSum:
-		return a + v
-	case ep.OpProd:
-		return a * v
-	case ep.OpLOr:
-		return b2n[T](a != 0 || v != 0)
-	case ep.OpLAnd:
-		return b2n[T](a != 0 && v != 0)
 	case ep.OpBOr:
 		return a | v
 	case ep.OpBAnd:
 		return a & v
-	case ep.OpLXor:
-		return b2n[T]((a != 0) != (v != 0))
 	case ep.OpBXor:
 		return a ^ v
 	case ep.OpMSwap:
 		return v&c | a&^c
 	}
-	return atomCmpSwap(op, a, v, c, c < a, c > a)
+	return atomReals(op, a, v, c)
 }
 
-func atomFloats[T float32 | float64](op ep.AtomicOp, a, v, c T) T {
+func atomReals[T atomInt | float32 | float64](op ep.AtomicOp, a, v, c T) T {
 	switch op {
 	case ep.OpMin:
 		if v < a {
@@ -349,9 +331,9 @@ func atomExpect(x atomTriple, n int) []byte {
 		case ep.Uint64:
 			atomApplyEach(mem, opd, cmp, func(a, v, c uint64) uint64 { return atomInts(op, a, v, c) })
 		case ep.Float:
-			atomApplyEach(mem, opd, cmp, func(a, v, c float32) float32 { return atomFloats(op, a, v, c) })
+			atomApplyEach(mem, opd, cmp, func(a, v, c float32) float32 { return atomReals(op, a, v, c) })
 		case ep.Double:
-			atomApplyEach(mem, opd, cmp, func(a, v, c float64) float64 { return atomFloats(op, a, v, c) })
+			atomApplyEach(mem, opd, cmp, func(a, v, c float64) float64 { return atomReals(op, a, v, c) })
 		case ep.FloatComplex:
 			atomApplyEach(mem, opd, cmp, func(a, v, c complex64) complex64 { return atomComplex(op, a, v, c) })
 		default:
