@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -18,7 +17,6 @@ import (
 	"github.com/gofabric/gofabric/ep"
 	"github.com/gofabric/gofabric/eq"
 	"github.com/gofabric/gofabric/fi"
-	"github.com/gofabric/gofabric/internal/reftest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -76,6 +74,7 @@ type rdmScenario struct {
 	body    []rdmMsg
 	source  bool     // the endpoints have FI_SOURCE
 	opFlags fi.Flags // the endpoints' tx_attr.op_flags (delivery, transmit)
+	caps    fi.Caps  // asked for beside FI_MSG | FI_TAGGED (cpeer_atomic's FI_ATOMIC)
 }
 
 // dc reports whether the scenario is delivery or transmit, whose sends
@@ -117,21 +116,6 @@ func requireTCPRDM(tb testing.TB) {
 	defer cancel()
 	_, err := fi.GetInfo(ctx, "", "", 0, tcpHints(fi.EPTypeRDM))
 	require.NoError(tb, err, "the tcp provider offers FI_EP_RDM (tcp;ofi_rxm) entries")
-}
-
-// buildCPeerRDM compiles cpeer_rdm.c into a directory of tb, or calls
-// reftest.Missing when gcc or the libfabric headers are not installed.
-func buildCPeerRDM(tb testing.TB) string {
-	tb.Helper()
-	if _, err := os.Stat("/usr/include/rdma/fabric.h"); err != nil {
-		reftest.Missing(tb, "libfabric headers (package libfabric-dev) not installed: %v", err)
-	}
-	gcc := reftest.Tool(tb, "gcc", "gcc")
-	bin := filepath.Join(tb.TempDir(), "cpeer_rdm")
-	src := filepath.Join("testdata", "cpeer", "cpeer_rdm.c")
-	out, err := exec.Command(gcc, "-std=c11", "-O1", "-o", bin, src, "-lfabric").CombinedOutput()
-	require.NoError(tb, err, "gcc: %s", out)
-	return bin
 }
 
 // nameFile waits for the C server's name file and returns the name's hex.
@@ -187,7 +171,7 @@ type rdmPeer struct {
 // rdmHints are cpeer_rdm's fi_getinfo hints.
 func rdmHints(sc rdmScenario, directed bool) *fi.Info {
 	h := tcpHints(fi.EPTypeRDM)
-	h.Caps = fi.CapMsg | fi.CapTagged
+	h.Caps = fi.CapMsg | fi.CapTagged | sc.caps
 	if sc.source {
 		h.Caps |= fi.CapSource
 	}
@@ -671,7 +655,7 @@ func TestInteropCRDM(t *testing.T) {
 	cleanEnv(t)
 	t.Setenv("FI_TCP_IFACE", "lo")
 	requireTCPRDM(t)
-	bin := buildCPeerRDM(t)
+	bin := buildC(t, "cpeer_rdm")
 	for _, sc := range rdmScenarios {
 		t.Run(sc.name+"/go-server", func(t *testing.T) { rdmGoServer(t, bin, sc) })
 		t.Run(sc.name+"/go-client", func(t *testing.T) { rdmGoClient(t, bin, sc) })

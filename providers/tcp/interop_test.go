@@ -76,18 +76,19 @@ func seq(first byte, n int) []byte {
 
 func hexOf(b []byte) string { return hex.EncodeToString(b) }
 
-// buildCPeer compiles cpeer.c into a directory of tb, or calls
+// buildC compiles testdata/cpeer/<name>.c against C libfabric into a
+// directory of tb and returns the program's path, or calls
 // reftest.Missing when gcc or the libfabric headers are not installed.
-func buildCPeer(tb testing.TB) string {
+func buildC(tb testing.TB, name string) string {
 	tb.Helper()
 	if _, err := os.Stat("/usr/include/rdma/fabric.h"); err != nil {
 		reftest.Missing(tb, "libfabric headers (package libfabric-dev) not installed: %v", err)
 	}
 	gcc := reftest.Tool(tb, "gcc", "gcc")
-	bin := filepath.Join(tb.TempDir(), "cpeer")
-	src := filepath.Join("testdata", "cpeer", "cpeer.c")
+	bin := filepath.Join(tb.TempDir(), name)
+	src := filepath.Join("testdata", "cpeer", name+".c")
 	out, err := exec.Command(gcc, "-std=c11", "-O1", "-o", bin, src, "-lfabric").CombinedOutput()
-	require.NoError(tb, err, "gcc: %s", out)
+	require.NoError(tb, err, "gcc %s: %s", src, out)
 	return bin
 }
 
@@ -613,7 +614,7 @@ func hexFlags(f fi.Flags) string { return fmt.Sprintf("%#x", uint64(f)) }
 // TestInteropC runs every cpeer scenario with a Go server and a C client,
 // then with a C server and a Go client.
 func TestInteropC(t *testing.T) {
-	bin := buildCPeer(t)
+	bin := buildC(t, "cpeer")
 	cleanEnv(t)
 	t.Setenv("FI_TCP_IFACE", "lo")
 	for _, sc := range scenarios {

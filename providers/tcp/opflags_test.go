@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -17,7 +16,6 @@ import (
 	"github.com/gofabric/gofabric/ep"
 	"github.com/gofabric/gofabric/eq"
 	"github.com/gofabric/gofabric/fi"
-	"github.com/gofabric/gofabric/internal/reftest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -103,20 +101,6 @@ func attrQueries() []attrQuery {
 	return qs
 }
 
-// buildCGetInfo compiles testdata/cpeer/cgetinfo.c, or calls
-// reftest.Missing when gcc or the libfabric headers are not installed.
-func buildCGetInfo(tb testing.TB) string {
-	tb.Helper()
-	if _, err := os.Stat("/usr/include/rdma/fabric.h"); err != nil {
-		reftest.Missing(tb, "libfabric headers (package libfabric-dev) not installed: %v", err)
-	}
-	gcc := reftest.Tool(tb, "gcc", "gcc")
-	bin := filepath.Join(tb.TempDir(), "cgetinfo")
-	out, err := exec.Command(gcc, "-std=c11", "-O1", "-o", bin, filepath.Join("testdata", "cpeer", "cgetinfo.c"), "-lfabric").CombinedOutput()
-	require.NoError(tb, err, "gcc: %s", out)
-	return bin
-}
-
 // cAttrs asks C libfabric (cgetinfo) every query.
 func cAttrs(t testing.TB, bin string, qs []attrQuery) []attrResult {
 	t.Helper()
@@ -167,7 +151,7 @@ func cAttrs(t testing.TB, bin string, qs []attrQuery) []attrResult {
 func TestGetInfoAttrsMatchC(t *testing.T) {
 	cleanEnv(t)
 	t.Setenv("FI_TCP_IFACE", "lo")
-	bin := buildCGetInfo(t)
+	bin := buildC(t, "cgetinfo")
 	qs := attrQueries()
 	want := cAttrs(t, bin, qs)
 	for i, q := range qs {
