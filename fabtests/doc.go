@@ -55,6 +55,27 @@
 //     of 8 B to 1 MiB, and the refused accesses. Both address the target
 //     by offset, or by virtual address where the domain's MR mode has
 //     FI_MR_VIRT_ADDR (fi_mr(3)).
+//   - atomic: atomic operations over FI_EP_RDM (fi_atomic(3)), where the
+//     Info offers FI_ATOMIC (asked for in the hints, as ofi_rxm wants):
+//     every operation and datatype of libfabric 1.17 with each valid call
+//     (a count of at least 1 for a pair of the call's family, else
+//     fi.EOPNOTSUPP, from the call too); every pair the endpoint reports
+//     valid, in every form of its family (fi_atomic, fi_atomicv,
+//     fi_atomicmsg, fi_inject_atomic, and the fetch and compare calls in
+//     their three forms), on up to 8 elements of a cell of its own in
+//     memory a target endpoint registered: values that make min, max and
+//     the compares come out both ways, negative values, sums and
+//     products that wrap around or overflow, -0; the target's memory,
+//     the fetched values and the completions (FI_ATOMIC with FI_WRITE or
+//     FI_READ, the context) are checked against the group's own
+//     arithmetic per datatype, not the kit's engine; the counters
+//     (FI_WRITE, FI_READ, and with FI_RMA_EVENT the target's
+//     FI_REMOTE_WRITE and FI_REMOTE_READ), errors included; a wrong key,
+//     an address past the region's end and a region without the access
+//     the call needs give fi.EACCES error entries and leave the memory
+//     as it was; the largest count works, one more is refused
+//     (fi.EMSGSIZE, or fi.EINVAL) and so is 0 (fi.EINVAL). Long double
+//     is checked as x87 extended precision on amd64 only.
 //   - dgram: messages over unreliable datagram endpoints (FI_EP_DGRAM,
 //     fi_msg(3)): send, inject and senddata both ways, FI_SOURCE (the
 //     sender's fi.Addr, or fi.AddrUnspec for a sender not in the AV),
@@ -125,18 +146,21 @@
 // # Two processes
 //
 // The tests of these groups that cross a process boundary (rdm/send-recv,
-// rdm/peer-gone, tagged/tsend-trecv, rma/rdm/write-read) run twice: as the
-// subtest "1proc", every endpoint in the test's process, and as "2proc",
-// with the peer in a separate OS process. That one re-executes the test
-// binary with -test.run anchored to the current top-level test and
-// GOFABRIC_FABTESTS_PEER naming the test; the child's Run sees the
-// variable and runs only the peer side of that test. The two sides
-// exchange names and steps over pipes, every wait bounded by
+// rdm/peer-gone, tagged/tsend-trecv, rma/rdm/write-read, atomic/ops) run
+// twice: as the subtest "1proc", every endpoint in the test's process,
+// and as "2proc", with the peer in a separate OS process. That one
+// re-executes the test binary with -test.run anchored to the current
+// top-level test and GOFABRIC_FABTESTS_PEER naming the test; the child's
+// Run sees the variable and runs only the peer side of that test. The two
+// sides exchange names and steps over pipes, every wait bounded by
 // Config.Timeout, and the child is killed at cleanup at the latest. In
 // rdm/peer-gone/2proc the parent kills the child with SIGKILL while both
 // have sends in flight and requires every send of its own to complete or
-// fail, and its endpoint to go on working with another peer. Set
-// Config.SingleProcess to skip the "2proc" subtests.
+// fail, and its endpoint to go on working with another peer. In
+// atomic/ops/2proc the target is the child: it registers the memory image
+// the parent sends, polls while the parent's calls run, and sends its
+// memory back once it holds what the parent computed (or after half the
+// timeout). Set Config.SingleProcess to skip the "2proc" subtests.
 //
 // dgram/send-recv runs the same way; multicast/members runs only as
 // "2proc", and starts three peer processes (its members).

@@ -32,6 +32,10 @@ type rdmOpts struct {
 	// wait is the wait object of the CQ and the counters (fi.WaitNone
 	// when zero).
 	wait fi.WaitObj
+	// bind, when not nil, makes further bindings (counters of other
+	// kinds) once the AV, the CQ and the counters above are bound and
+	// before the endpoint is enabled.
+	bind func(t testing.TB, x *rdmPeer)
 }
 
 // rdmPeer is one RDM endpoint with its own fabric, domain, address vector
@@ -107,6 +111,9 @@ func (s *suite) openRDM(t testing.TB, role string, info *fi.Info, o rdmOpts) *rd
 	require.NoError(t, x.ep.Bind(x.cq, fi.FlagSend|fi.FlagRecv), "%s: bind cq", role)
 	if o.counters {
 		x.bindCounters(t, o.wait)
+	}
+	if o.bind != nil {
+		o.bind(t, x)
 	}
 	require.NoError(t, x.ep.Enable(), "%s: enable", role)
 	x.name = name(t, n)
@@ -184,7 +191,12 @@ type mesh struct {
 // No address is inserted yet: see connect and insertPeer.
 func (s *suite) rdm(t testing.TB, o rdmOpts, roles ...string) *mesh {
 	t.Helper()
-	info := s.rdmInfo(t, o.caps)
+	return s.rdmOn(t, s.rdmInfo(t, o.caps), o, roles...)
+}
+
+// rdmOn is rdm for a given Info (o.caps is not used).
+func (s *suite) rdmOn(t testing.TB, info *fi.Info, o rdmOpts, roles ...string) *mesh {
+	t.Helper()
 	m := &mesh{s: s}
 	for _, r := range roles {
 		m.peers = append(m.peers, s.openRDM(t, r, info, o))

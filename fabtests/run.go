@@ -74,6 +74,7 @@ var groups = []group{
 	{"tagged", testTagged},
 	{"rma/msg", testMsgRMA},
 	{"rma/rdm", testRDMRMA},
+	{"atomic", testAtomic},
 	{"dgram", testDgram},
 	{"multicast", testMulticast},
 	{"close", testClose},

@@ -202,15 +202,19 @@ func (d *dataPath) serveAtomic(e *endpoint, i int, h *slotHeader, s []byte) (don
 		d.queueAck(i, h.msgID, uint32(code), h.addr, nil)
 		return true, false
 	}
-	if op != ep.OpAtomicRead {
-		if h.flags&flagCQData != 0 && e.RxCQ != nil {
-			_ = e.RxCQ.CompleteOverflow(eq.Completion{Flags: fi.FlagAtomic | fi.FlagRemoteWrite | fi.FlagRemoteCQData,
-				Len: n, Data: h.data}, d.source(e, &d.ins[i]))
-		}
-		if c := e.Cntr[kit.CntrRemoteWrite]; c != nil {
-			_ = c.Add(1)
-		}
-	} else if c := e.Cntr[kit.CntrRemoteRead]; c != nil {
+	if op != ep.OpAtomicRead && h.flags&flagCQData != 0 && e.RxCQ != nil {
+		_ = e.RxCQ.CompleteOverflow(eq.Completion{Flags: fi.FlagAtomic | fi.FlagRemoteWrite | fi.FlagRemoteCQData,
+			Len: n, Data: h.data}, d.source(e, &d.ins[i]))
+	}
+	// The remote counters count as fi_endpoint(3) says, and C's util
+	// (ofi_ep_rx_cntr_inc_funcs) does: the base calls on FI_REMOTE_WRITE,
+	// the fetch and compare calls on FI_REMOTE_READ, whether they write
+	// or not.
+	cntr := kit.CntrRemoteWrite
+	if kind != kit.AtomicBase {
+		cntr = kit.CntrRemoteRead
+	}
+	if c := e.Cntr[cntr]; c != nil {
 		_ = c.Add(1)
 	}
 	d.queueAck(i, h.msgID, 0, h.addr, old)
