@@ -28,7 +28,7 @@ func TestRDMMRLocal(t *testing.T) {
 	t.Run("atomics", TestRDMAtomics)
 	t.Run("atomic-refused", TestRDMAtomicRefused)
 	t.Run("multi-recv", TestRDMMultiRecv)
-	fabtests.Run(t, fabtests.Config{Provider: testName, Groups: []string{"rdm", "tagged", "rma/rdm", "close", "peer-killed"}})
+	fabtests.Run(t, fabtests.Config{Provider: testName, Groups: []string{"rdm", "tagged", "rma/rdm", "atomic", "close", "peer-killed"}})
 }
 
 // TestRDMBounce runs the data tests and fabtests' RDM groups with rxm
@@ -45,7 +45,7 @@ func TestRDMBounce(t *testing.T) {
 	t.Run("atomics", TestRDMAtomics)
 	t.Run("atomic-refused", TestRDMAtomicRefused)
 	t.Run("multi-recv", TestRDMMultiRecv)
-	fabtests.Run(t, fabtests.Config{Provider: testName, Groups: []string{"rdm", "tagged", "rma/rdm"}})
+	fabtests.Run(t, fabtests.Config{Provider: testName, Groups: []string{"rdm", "tagged", "rma/rdm", "atomic"}})
 }
 
 // TestRDMReceiveModes: over tcp, whose endpoints implement kit.DynRecv,

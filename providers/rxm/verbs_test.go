@@ -68,6 +68,6 @@ func TestConformanceVerbsRDM(t *testing.T) {
 		Provider: verbsName,
 		Hints:    &fi.Info{FabricAttr: &fi.FabricAttr{}, EPAttr: &fi.EPAttr{}, DomainAttr: &fi.DomainAttr{MRMode: verbsMRMode}},
 		Node:     node,
-		Groups:   []string{"rdm", "tagged", "rma/rdm"},
+		Groups:   []string{"rdm", "tagged", "rma/rdm", "atomic"},
 	})
 }
