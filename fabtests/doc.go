@@ -157,7 +157,9 @@
 // rdm/peer-gone/2proc the parent kills the child with SIGKILL while both
 // have sends in flight and requires every send of its own to complete or
 // fail, and its endpoint to go on working with another peer. In
-// atomic/ops/2proc the target is the child: it registers the memory image
+// atomic/ops/2proc the target is the child (every valid pair once, in one
+// form each, the family's forms in turn, where 1proc runs every form): it
+// registers the memory image
 // the parent sends, polls while the parent's calls run, and sends its
 // memory back once it holds what the parent computed (or after half the
 // timeout). Set Config.SingleProcess to skip the "2proc" subtests.

@@ -196,8 +196,17 @@ func (e *endpoint) atomicRespArrived(c *conn, h *rxmwire.Header, body []byte) bo
 			result = result[copy(r, result):]
 		}
 	}
+	// The response ends the operation, as in C, whether or not the
+	// request's send has completed yet (a device may report that later:
+	// Soft-RoCE acknowledges lazily); the buffer the core sent from stays
+	// taken until it has.
+	if tx.awaitsPeer {
+		tx.awaitsPeer = false
+		e.rndvOut--
+	}
+	e.txReport(tx.ctx, tx.report, tx.flags, tx.cntr, tx.err)
 	if tx.sent {
-		e.txDone(tx, 0, 0)
+		e.putTx(tx)
 	}
 	return ok
 }
@@ -323,7 +332,8 @@ func (e *endpoint) applyAtomic(r *rxmwire.AtomicReq, old []byte) int32 {
 
 // sendResp hands response tx to the core, with the connection's conn_id
 // in its header: true when it must wait in the deferred queue (the core's
-// queue is full, or the peer's conn_id is not known yet). A core that
+// queue is full, the peer's conn_id is not known yet, or the core has not
+// seen the connection established yet: notYet). A core that
 // refuses it otherwise breaks the connection, which frees tx with the
 // rest of its deferred queue when tx is queued there. mu is held.
 func (e *endpoint) sendResp(tx *txBuf) bool {
@@ -333,9 +343,10 @@ func (e *endpoint) sendResp(tx *txBuf) bool {
 	}
 	binary.LittleEndian.PutUint64(tx.bounce[8:], c.remoteID) // conn_id (§3.3)
 	switch err := c.msg.SendMsg(&tx.msg, 0); {
-	case err == fi.EAGAIN:
+	case notYet(err):
 		return true
 	case err != nil:
+		fi.Logger(e.domain.fabric.Prov()).Debug("rxm: atomic response refused by the core", "peer", c.peer.addr, "err", err)
 		if !tx.queued {
 			e.putResp(tx)
 		}

@@ -132,6 +132,7 @@ func (e *endpoint) cmEvent(ev eq.Event) {
 		}
 	case *eq.Shutdown:
 		if c := e.conns[x.Fid]; c != nil {
+			fi.Logger(e.domain.fabric.Prov()).Debug("rxm: connection shut down", "peer", c.peer.addr, "connected", c.connected)
 			e.dropConn(c, lostWith(c))
 		}
 	}
@@ -147,6 +148,8 @@ func (e *endpoint) cmError(ee *eq.EQError) {
 	if code == 0 {
 		code = fi.EIO
 	}
+	fi.Logger(e.domain.fabric.Prov()).Debug("rxm: connection error", "peer", c.peer.addr, "err", code, "prov_errno", ee.ProvErrno,
+		"ours", c.peer.out == c)
 	if p := c.peer; p != nil && p.out == c {
 		e.attemptFailed(p, code)
 	}

@@ -144,6 +144,15 @@ func (e *endpoint) postTx(op *kit.Op) error {
 	return nil
 }
 
+// notYet reports whether the core refused an operation rxm makes on its
+// own, for a peer's packet (a rendezvous read or read-done, an atomic
+// response), only for now: its queue is full (fi.EAGAIN), or the
+// connection is not established on its side yet (fi.ENOTCONN: verbs'
+// accepting endpoint takes the peer's first packets before its own
+// ESTABLISHED event). The operation waits in the deferred queue; a
+// connection that never comes up is dropped with it.
+func notYet(err error) bool { return err == fi.EAGAIN || err == fi.ENOTCONN }
+
 // transient maps the core's errors of a connection going away to
 // fi.EAGAIN: the next try opens another.
 func transient(err error) error {
@@ -350,6 +359,9 @@ func (e *endpoint) dropConn(c *conn, code fi.Errno) {
 	if c.closed {
 		return
 	}
+	if p := c.peer; p != nil {
+		fi.Logger(e.domain.fabric.Prov()).Debug("rxm: connection dropped", "peer", p.addr, "err", code)
+	}
 	c.closed = true
 	delete(e.conns, c.ep)
 	if p := c.peer; p != nil {
@@ -530,11 +542,13 @@ func (e *endpoint) completed(c *eq.Completion) {
 func (e *endpoint) failed(ce *eq.CQError) {
 	switch x := ce.Context.(type) {
 	case *txBuf:
+		fi.Logger(e.domain.fabric.Prov()).Debug("rxm: core send failed", "kind", x.kind, "err", ce.Err, "prov_errno", ce.ProvErrno)
 		e.txDone(x, 0, codeOf(ce))
 	case *rxBuf:
 		// A flushed bounce receive of a closed connection, or a broken
 		// one: drop the connection.
 		if !x.c.closed {
+			fi.Logger(e.domain.fabric.Prov()).Debug("rxm: bounce receive failed", "err", ce.Err, "prov_errno", ce.ProvErrno)
 			e.dropConn(x.c, codeOf(ce))
 		}
 	case *rndvRead:
@@ -583,17 +597,19 @@ func (e *endpoint) txDone(tx *txBuf, flags fi.Flags, code fi.Errno) {
 		e.putResp(tx)
 		return
 	case txAtomic:
-		// The response ends the operation; its verdict stands whatever
-		// became of the request's send.
-		if code == 0 && !tx.done {
+		if tx.done {
+			// The response reported the operation (atomicRespArrived);
+			// the request's send completing, or failing, only frees the
+			// buffer the core sent it from.
+			e.putTx(tx)
+			return
+		}
+		if code == 0 {
 			tx.sent = true
 			if !tx.conn.closed {
-				return
+				return // the response ends the operation
 			}
 			code = fi.ECANCELED // no response comes over a closed connection
-		}
-		if tx.done {
-			code = tx.err
 		}
 	}
 	if tx.kind == txRndv && code == 0 {
@@ -611,6 +627,12 @@ func (e *endpoint) txDone(tx *txBuf, flags fi.Flags, code fi.Errno) {
 		cflags = flags
 	}
 	e.putTx(tx)
+	e.txReport(ctx, report, cflags, slot, code)
+}
+
+// txReport reports the end of a transmit operation: its completion, or
+// an error entry when code is not 0, and its counter; mu is held.
+func (e *endpoint) txReport(ctx any, report bool, cflags fi.Flags, slot int, code fi.Errno) {
 	if code != 0 {
 		if e.TxCQ != nil {
 			_ = e.TxCQ.CompleteErr(&eq.CQError{Context: ctx, Flags: cflags, Err: code})
@@ -680,6 +702,7 @@ func (e *endpoint) arrived(rx *rxBuf, n int) {
 func (e *endpoint) repost(rx *rxBuf) {
 	if c := rx.c; !c.closed {
 		if err := c.msg.Recv(rx.buf, rx.desc, fi.AddrUnspec, rx); err != nil {
+			fi.Logger(e.domain.fabric.Prov()).Debug("rxm: bounce receive refused by the core", "peer", c.peer.addr, "err", err)
 			e.dropConn(c, fi.Code(err))
 		}
 	}

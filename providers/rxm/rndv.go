@@ -336,7 +336,7 @@ func (e *endpoint) advance(rr *rndvRecv) bool {
 				break
 			}
 			err := c.rma.ReadMsg(&rr.reads[rr.next].msg, 0)
-			if err == fi.EAGAIN {
+			if notYet(err) {
 				return true
 			}
 			if err != nil {
@@ -373,7 +373,7 @@ func (e *endpoint) advance(rr *rndvRecv) bool {
 			flags = fi.FlagInject // rr.hdr is not registered: the core copies it
 		}
 		switch err := c.msg.SendMsg(&rr.msg, flags); {
-		case err == fi.EAGAIN:
+		case notYet(err):
 			return true
 		case err != nil:
 			rr.fail(fi.Code(err))

@@ -5,6 +5,7 @@ package rxm_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -69,5 +70,9 @@ func TestConformanceVerbsRDM(t *testing.T) {
 		Hints:    &fi.Info{FabricAttr: &fi.FabricAttr{}, EPAttr: &fi.EPAttr{}, DomainAttr: &fi.DomainAttr{MRMode: verbsMRMode}},
 		Node:     node,
 		Groups:   []string{"rdm", "tagged", "rma/rdm", "atomic"},
+		// The VM under -race runs an atomic round trip between two
+		// processes in 25-30 ms: atomic/ops/2proc's 301 calls take
+		// about 8 s, one step of the suite.
+		Timeout: 30 * time.Second,
 	})
 }
