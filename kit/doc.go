@@ -47,6 +47,11 @@
 //     does the same over one narrow operation ([AtomicPoster]), with the
 //     valid queries, and [ApplyAtomic] is the software engine a target
 //     applies the operations with ([AtomicSupported], [AtomicSize]).
+//     [MultiRecv] keeps the state of a receive buffer posted with
+//     FI_MULTI_RECV (fi_msg(3)): where the next message goes, when the
+//     buffer is released against FI_OPT_MIN_MULTI_RECV, and the flags
+//     of its completions, told either way C's providers tell a release
+//     ([ReleaseEntry] as shm, [ReleaseWithLast] as rxm).
 //   - Connection management: the state machines are public in package ep
 //     (ep.ConnState for active endpoints, ep.Backlog for passive ones,
 //     ep.CheckCMData for private data), so that every provider reports
