@@ -81,7 +81,8 @@ type txEntry struct {
 	inline [inlineMax]byte // an injected payload; an atomic's operand and compare bytes
 }
 
-// rxEntry is a posted receive.
+// rxEntry is a posted receive, or a message's part of an FI_MULTI_RECV
+// buffer (multirecv.go).
 type rxEntry struct {
 	iov         [iovLimit][]byte
 	niov, size  int
@@ -90,6 +91,11 @@ type rxEntry struct {
 	src         fi.Addr
 	tagged      bool
 	report      bool
+	// mr is 1 + the index in dataPath.mrs of the FI_MULTI_RECV buffer
+	// the entry is (owner) or a message's part of; 0 for other
+	// receives.
+	mr    int32
+	owner bool
 }
 
 // unexEntry is a message that arrived before its receive: its header,
@@ -194,6 +200,12 @@ type dataPath struct {
 	// unlinked is set once the inbox file was found removed (logged
 	// once).
 	unlinked bool
+	// mrs are the states of the FI_MULTI_RECV buffers posted or still
+	// holding messages, mrFree the free ones (multirecv.go); minMulti
+	// is FI_OPT_MIN_MULTI_RECV, which buffers take when posted.
+	mrs      []kit.MultiRecv
+	mrFree   []int32
+	minMulti int
 }
 
 // init readies the data path for txSize transmit entries (operations
@@ -213,6 +225,15 @@ func (d *dataPath) init(txSize, rxSize int) {
 		d.txFree[i] = int32(txSize - 1 - i)
 	}
 	d.recvs = make([]rxEntry, 0, rxSize)
+	// A multi-receive buffer holds its state while posted, and after
+	// it is full while a message streams into it: at most one per
+	// inbox entry.
+	d.mrs = make([]kit.MultiRecv, rxSize+maxPeers)
+	d.mrFree = make([]int32, len(d.mrs))
+	for i := range d.mrFree {
+		d.mrFree[i] = int32(len(d.mrs) - 1 - i)
+	}
+	d.minMulti = defMinMultiRecv
 	d.trecvs = make([]rxEntry, 0, rxSize)
 	d.unexp = make([]int32, 0, queueSize)
 	d.tunexp = make([]int32, 0, queueSize)
@@ -1094,13 +1115,13 @@ func (d *dataPath) slot(e *endpoint, i int, h *slotHeader, s []byte) (done, bad 
 			if k < 0 {
 				return false, false // waits at the head of this peer's ring for a receive
 			}
-			in.sar, in.sarRecv, in.sarSize, in.sarGot, in.sarH, in.sarSrc, in.sarPlace = true, d.take(tagged, k), int(h.size), 0, *h, src, 0
+			in.sar, in.sarRecv, in.sarSize, in.sarGot, in.sarH, in.sarSrc, in.sarPlace = true, d.takeFor(tagged, k, h.size), int(h.size), 0, *h, src, 0
 			return true, false
 		}
 		if k < 0 {
 			return d.stash(e, i, h, s, src), false
 		}
-		r := d.take(tagged, k)
+		r := d.takeFor(tagged, k, h.size)
 		var segs [maxCMAIOV][2]uint64
 		if h.proto == protoCMA {
 			for k := range int(h.niov) {
@@ -1236,35 +1257,60 @@ func (d *dataPath) delivered(e *endpoint, r *rxEntry, h *slotHeader, src fi.Addr
 		flags |= fi.FlagRemoteCQData
 		data = h.data
 	}
+	// A message in an FI_MULTI_RECV buffer says where it landed
+	// (fi_cq_data_entry's buf); the buffer may be released after it.
+	var buf []byte
+	released := false
+	if r.mr != 0 {
+		buf = r.iov[0][:n]
+		flags, released = d.mrs[r.mr-1].Done(flags)
+	}
 	if h.size > uint64(n) {
 		if e.RxCQ != nil {
-			_ = e.RxCQ.CompleteErr(&eq.CQError{Context: r.ctx, Flags: flags, Len: n, Data: data, Tag: h.tag,
+			_ = e.RxCQ.CompleteErr(&eq.CQError{Context: r.ctx, Flags: flags, Len: n, Buf: buf, Data: data, Tag: h.tag,
 				OLen: int(h.size) - n, Err: fi.ETRUNC, SrcAddr: nil})
 		}
 		if c := e.Cntr[kit.CntrRecv]; c != nil {
 			_ = c.AddErr(1)
 		}
-		return
+	} else {
+		if r.report && e.RxCQ != nil {
+			_ = e.RxCQ.CompleteOverflow(eq.Completion{Context: r.ctx, Flags: flags, Len: n, Buf: buf, Data: data, Tag: h.tag}, src)
+		}
+		if c := e.Cntr[kit.CntrRecv]; c != nil {
+			_ = c.Add(1)
+		}
 	}
-	if r.report && e.RxCQ != nil {
-		_ = e.RxCQ.CompleteOverflow(eq.Completion{Context: r.ctx, Flags: flags, Len: n, Data: data, Tag: h.tag}, src)
-	}
-	if c := e.Cntr[kit.CntrRecv]; c != nil {
-		_ = c.Add(1)
+	if released {
+		d.releaseMulti(e, r.mr-1)
 	}
 }
 
-// failRecv completes receive r with an error.
+// failRecv completes receive r with an error. A posted FI_MULTI_RECV
+// buffer (only cancelled: code is fi.ECANCELED) is released with its
+// cancellation entry once no message streams into it (cancelMulti).
 func (e *endpoint) failRecv(r *rxEntry, code fi.Errno, data uint64) {
+	d := &e.dp
+	if r.owner {
+		d.cancelMulti(e, r.mr-1)
+		return
+	}
 	flags := fi.FlagRecv | fi.FlagMsg
 	if r.tagged {
 		flags = fi.FlagRecv | fi.FlagTagged
+	}
+	released := false
+	if r.mr != 0 {
+		flags, released = d.mrs[r.mr-1].Done(flags)
 	}
 	if e.RxCQ != nil {
 		_ = e.RxCQ.CompleteErr(&eq.CQError{Context: r.ctx, Flags: flags, Len: 0, Data: data, Err: code})
 	}
 	if c := e.Cntr[kit.CntrRecv]; c != nil {
 		_ = c.AddErr(1)
+	}
+	if released {
+		d.releaseMulti(e, r.mr-1)
 	}
 }
 
@@ -1383,8 +1429,13 @@ func (d *dataPath) flushAcks(e *endpoint) {
 }
 
 // postRecv posts a receive: an unexpected message that matches is
-// delivered at once, else the receive waits in order.
-func (d *dataPath) postRecv(e *endpoint, r *rxEntry) error {
+// delivered at once, else the receive waits in order. An FI_MULTI_RECV
+// buffer (multi set) takes every unexpected message that matches until
+// it is full (postMulti).
+func (d *dataPath) postRecv(e *endpoint, r *rxEntry, multi bool) error {
+	if multi {
+		return d.postMulti(e, r)
+	}
 	l := &d.unexp
 	if r.tagged {
 		l = &d.tunexp
@@ -1424,7 +1475,7 @@ func (d *dataPath) postRecv(e *endpoint, r *rxEntry) error {
 }
 
 // cancelRecv removes the posted receive with context ctx and completes it
-// with fi.ECANCELED.
+// with fi.ECANCELED (an FI_MULTI_RECV buffer: see cancelMulti).
 func (d *dataPath) cancelRecv(e *endpoint, ctx any) bool {
 	for _, tagged := range []bool{false, true} {
 		l := d.recvs
