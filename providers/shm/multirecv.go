@@ -24,11 +24,23 @@ import (
 // context, FI_MULTI_RECV alone, length 0. A message larger than the
 // space left takes that space and completes with fi.ETRUNC, as in C
 // (the buffer is then full). The state of each buffer is a
-// kit.MultiRecv, from a pool fixed when the endpoint opens.
+// kit.MultiRecv, from a pool of fixed size that the endpoint's first
+// multi-receive buffer makes (initMulti).
 
 // defMinMultiRecv is FI_OPT_MIN_MULTI_RECV's default: C 1.17 shm's,
 // its SMR_INJECT_SIZE (smr_ep_srx_context).
 const defMinMultiRecv = 4096
+
+// initMulti makes the pool of multi-receive states: one per posted
+// receive, and one per inbox entry for a full buffer a message still
+// streams into.
+func (d *dataPath) initMulti() {
+	d.mrs = make([]kit.MultiRecv, d.rxSize+maxPeers)
+	d.mrFree = make([]int32, len(d.mrs))
+	for i := range d.mrFree {
+		d.mrFree[i] = int32(len(d.mrs) - 1 - i)
+	}
+}
 
 // takeFor removes posted receive k for a message of size bytes, or,
 // when it is an FI_MULTI_RECV buffer, places the message in it: the
@@ -59,8 +71,14 @@ func (d *dataPath) part(o *rxEntry, size uint64) rxEntry {
 // messages that match go into it first, in order, until it is full;
 // if it is not, it waits in order with the other receives. It returns
 // fi.EINVAL for a buffer smaller than the minimum, and bare fi.EAGAIN
-// when the receive queue is full.
+// when the receive queue is full. The endpoint's first multi-receive
+// buffer makes the pool of their states, once (about 80 bytes per
+// entry of the receive queue): endpoints that never use them do not
+// carry it.
 func (d *dataPath) postMulti(e *endpoint, r *rxEntry) error {
+	if d.mrs == nil {
+		d.initMulti()
+	}
 	if len(d.recvs) == cap(d.recvs) || len(d.mrFree) == 0 {
 		return fi.EAGAIN
 	}
@@ -70,7 +88,7 @@ func (d *dataPath) postMulti(e *endpoint, r *rxEntry) error {
 		return err
 	}
 	d.mrFree = d.mrFree[:len(d.mrFree)-1]
-	r.mr, r.owner = i+1, true
+	r.mr, r.owner = int16(i+1), true
 	placed := 0
 	for k := 0; k < len(d.unexp); {
 		u := d.unexp[k]

@@ -93,8 +93,9 @@ type rxEntry struct {
 	report      bool
 	// mr is 1 + the index in dataPath.mrs of the FI_MULTI_RECV buffer
 	// the entry is (owner) or a message's part of; 0 for other
-	// receives.
-	mr    int32
+	// receives. An int16 (the pool has at most 1024+32 entries) keeps
+	// the entry at 160 bytes.
+	mr    int16
 	owner bool
 }
 
@@ -201,11 +202,14 @@ type dataPath struct {
 	// once).
 	unlinked bool
 	// mrs are the states of the FI_MULTI_RECV buffers posted or still
-	// holding messages, mrFree the free ones (multirecv.go); minMulti
-	// is FI_OPT_MIN_MULTI_RECV, which buffers take when posted.
+	// holding messages, mrFree the free ones (multirecv.go), made at
+	// the endpoint's first such receive; minMulti is
+	// FI_OPT_MIN_MULTI_RECV, which buffers take when posted; rxSize is
+	// rx_attr.size.
 	mrs      []kit.MultiRecv
 	mrFree   []int32
 	minMulti int
+	rxSize   int
 }
 
 // init readies the data path for txSize transmit entries (operations
@@ -225,15 +229,7 @@ func (d *dataPath) init(txSize, rxSize int) {
 		d.txFree[i] = int32(txSize - 1 - i)
 	}
 	d.recvs = make([]rxEntry, 0, rxSize)
-	// A multi-receive buffer holds its state while posted, and after
-	// it is full while a message streams into it: at most one per
-	// inbox entry.
-	d.mrs = make([]kit.MultiRecv, rxSize+maxPeers)
-	d.mrFree = make([]int32, len(d.mrs))
-	for i := range d.mrFree {
-		d.mrFree[i] = int32(len(d.mrs) - 1 - i)
-	}
-	d.minMulti = defMinMultiRecv
+	d.rxSize, d.minMulti = rxSize, defMinMultiRecv
 	d.trecvs = make([]rxEntry, 0, rxSize)
 	d.unexp = make([]int32, 0, queueSize)
 	d.tunexp = make([]int32, 0, queueSize)
@@ -1282,7 +1278,7 @@ func (d *dataPath) delivered(e *endpoint, r *rxEntry, h *slotHeader, src fi.Addr
 		}
 	}
 	if released {
-		d.releaseMulti(e, r.mr-1)
+		d.releaseMulti(e, int32(r.mr-1))
 	}
 }
 
@@ -1292,7 +1288,7 @@ func (d *dataPath) delivered(e *endpoint, r *rxEntry, h *slotHeader, src fi.Addr
 func (e *endpoint) failRecv(r *rxEntry, code fi.Errno, data uint64) {
 	d := &e.dp
 	if r.owner {
-		d.cancelMulti(e, r.mr-1)
+		d.cancelMulti(e, int32(r.mr-1))
 		return
 	}
 	flags := fi.FlagRecv | fi.FlagMsg
@@ -1310,7 +1306,7 @@ func (e *endpoint) failRecv(r *rxEntry, code fi.Errno, data uint64) {
 		_ = c.AddErr(1)
 	}
 	if released {
-		d.releaseMulti(e, r.mr-1)
+		d.releaseMulti(e, int32(r.mr-1))
 	}
 }
 
