@@ -97,21 +97,16 @@ func (d *dataPath) postMulti(e *endpoint, r *rxEntry) error {
 			k++
 			continue
 		}
-		in := x.in
-		if a := &d.ins[in]; !a.active || a.nonce != x.nonce {
-			in = -1 // its sender left: nobody to answer
-		}
-		if in >= 0 && (x.h.proto == protoCMA || x.h.flags&flagAck != 0) && d.ackN == ackQSize {
-			if d.flushAcks(e); d.ackN == ackQSize {
-				// Peers that keep to their answer credits never fill
-				// the answer queue this way (answerCredits).
-				if placed == 0 {
-					m.Reset()
-					d.mrFree = append(d.mrFree, i)
-					return fi.EAGAIN
-				}
-				break
+		in, ok := d.unexAnswer(e, x)
+		if !ok {
+			// Peers that keep to their answer credits never fill the
+			// answer queue this way (answerCredits).
+			if placed == 0 {
+				m.Reset()
+				d.mrFree = append(d.mrFree, i)
+				return fi.EAGAIN
 			}
+			break
 		}
 		copy(d.unexp[k:], d.unexp[k+1:])
 		d.unexp = d.unexp[:len(d.unexp)-1]

@@ -1441,14 +1441,9 @@ func (d *dataPath) postRecv(e *endpoint, r *rxEntry, multi bool) error {
 		if r.tagged && (r.tag^x.h.tag)&^r.ignore != 0 || r.src != fi.AddrUnspec && r.src != x.src {
 			continue
 		}
-		in := x.in
-		if a := &d.ins[in]; !a.active || a.nonce != x.nonce {
-			in = -1 // its sender left: nobody to answer
-		}
-		if in >= 0 && (x.h.proto == protoCMA || x.h.flags&flagAck != 0) && d.ackN == ackQSize {
-			if d.flushAcks(e); d.ackN == ackQSize {
-				return fi.EAGAIN
-			}
+		in, ok := d.unexAnswer(e, x)
+		if !ok {
+			return fi.EAGAIN
 		}
 		copy((*l)[k:], (*l)[k+1:])
 		*l = (*l)[:len(*l)-1]
@@ -1468,6 +1463,23 @@ func (d *dataPath) postRecv(e *endpoint, r *rxEntry, multi bool) error {
 		d.recvs = append(d.recvs, *r)
 	}
 	return nil
+}
+
+// unexAnswer returns the inbox entry whose claimer the unexpected
+// message x is answered to once delivered, -1 when its sender left
+// (nobody to answer); ok is false when x needs an answer and the answer
+// queue stays full (the message must wait).
+func (d *dataPath) unexAnswer(e *endpoint, x *unexEntry) (in int, ok bool) {
+	in = x.in
+	if a := &d.ins[in]; !a.active || a.nonce != x.nonce {
+		in = -1
+	}
+	if in >= 0 && (x.h.proto == protoCMA || x.h.flags&flagAck != 0) && d.ackN == ackQSize {
+		if d.flushAcks(e); d.ackN == ackQSize {
+			return in, false
+		}
+	}
+	return in, true
 }
 
 // cancelRecv removes the posted receive with context ctx and completes it
