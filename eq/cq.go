@@ -67,7 +67,10 @@ type Completion struct {
 	Flags fi.Flags
 	// Len is the number of bytes transferred.
 	Len int
-	// Buf is the received data inside the posted buffer (FI_MULTI_RECV).
+	// Buf is the received data inside the posted buffer (FI_MULTI_RECV;
+	// fi_cq_data_entry's buf): a slice of that buffer, so that
+	// cap(posted)-cap(Buf) is where the message landed. Nil for other
+	// receives.
 	Buf []byte
 	// Data is the remote CQ data when Flags has fi.FlagRemoteCQData.
 	Data uint64

@@ -47,6 +47,16 @@
 //   - tagged: tagged messages over FI_EP_RDM (fi_tagged(3)): tags and
 //     ignore masks, tinject, tsenddata, wildcards, unexpected messages,
 //     same-tag order, FI_DIRECTED_RECV.
+//   - multi-recv: receive buffers posted with FI_MULTI_RECV over
+//     FI_EP_RDM (fi_msg(3)), where the Info offers it: one buffer takes
+//     many messages from a peer, each completion giving the buffer's
+//     context, its length and where it landed (eq.Completion.Buf), in
+//     order without overlap; the buffer is released once the space left
+//     falls below FI_OPT_MIN_MULTI_RECV set with ep.SetOpt (64 B and
+//     1000 B), not before, exactly once (an entry of its own flagged
+//     FI_MULTI_RECV, as C's shm, or the flag on the last message's
+//     completion, as C's rxm); then the next message goes to the next
+//     receive, and the buffer posted again fills again.
 //   - rma/msg: RMA over a connected pair (fi_rma(3)), where the Info
 //     offers FI_RMA: write, read, a read after a write (FI_ORDER_RAW),
 //     writedata, and refused accesses (wrong key, out of range, missing

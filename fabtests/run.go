@@ -72,6 +72,7 @@ var groups = []group{
 	{"msg", testMsg},
 	{"rdm", testRDM},
 	{"tagged", testTagged},
+	{"multi-recv", testMultiRecv},
 	{"rma/msg", testMsgRMA},
 	{"rma/rdm", testRDMRMA},
 	{"atomic", testAtomic},

@@ -53,6 +53,7 @@ func TestMultiRecvFill(t *testing.T) {
 		require.False(t, released)
 	}
 	require.Equal(t, 39, m.Left())
+	require.Equal(t, 61, m.Offset())
 	dst, full := m.Claim(10)
 	require.True(t, full, "29 bytes left, minimum 30")
 	require.Equal(t, 61, offsetIn(buf, dst))

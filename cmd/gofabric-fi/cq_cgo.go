@@ -31,11 +31,13 @@ type cqScratch struct {
 
 var cqPool = sync.Pool{New: func() any { return new(cqScratch) }}
 
-// ptrOf returns the address of a buffer's first byte (nil when empty).
-// Completion and error buffers point into the application's posted
-// buffers, which are C memory.
+// ptrOf returns the address where a buffer starts, nil for one of no
+// capacity: a zero-length message of a multi-receive buffer (FI_MULTI_RECV)
+// still says where it landed, as C's shm does. Completion and error
+// buffers point into the application's posted buffers, which are C
+// memory.
 func ptrOf(b []byte) unsafe.Pointer {
-	if len(b) == 0 {
+	if cap(b) == 0 {
 		return nil
 	}
 	return unsafe.Pointer(unsafe.SliceData(b))

@@ -34,7 +34,8 @@ func goCancel(h C.uintptr_t, ctx unsafe.Pointer) (rc C.ssize_t) {
 }
 
 // goGetopt is fi_getopt: FI_OPT_CM_DATA_SIZE (size_t) on endpoints with
-// connection management.
+// connection management, FI_OPT_MIN_MULTI_RECV (size_t) on endpoints
+// with options (ep.Options: shm's).
 //
 //export goGetopt
 func goGetopt(h C.uintptr_t, level, name C.int, val unsafe.Pointer, n *C.size_t) (rc C.int) {
@@ -47,6 +48,21 @@ func goGetopt(h C.uintptr_t, level, name C.int, val unsafe.Pointer, n *C.size_t)
 		return -C.FI_ENOPROTOOPT
 	}
 	switch name {
+	case C.FI_OPT_MIN_MULTI_RECV:
+		o, ok := o.(*epObj)
+		if !ok {
+			return -C.FI_ENOPROTOOPT
+		}
+		size, err := ep.GetOpt(o.e, ep.OptLevelEndpoint, ep.OptMinMultiRecv)
+		if err != nil {
+			return -C.int(errnoOf(err))
+		}
+		if *n < C.sizeof_size_t {
+			return -C.FI_ETOOSMALL
+		}
+		*(*C.size_t)(val) = C.size_t(size)
+		*n = C.sizeof_size_t
+		return 0
 	case C.FI_OPT_CM_DATA_SIZE:
 		var size int
 		switch o := o.(type) {
@@ -71,16 +87,31 @@ func goGetopt(h C.uintptr_t, level, name C.int, val unsafe.Pointer, n *C.size_t)
 	return -C.FI_ENOPROTOOPT
 }
 
-// goSetopt is fi_setopt: no option can be set (FI_OPT_MIN_MULTI_RECV
-// waits for multi-receive buffers).
+// goSetopt is fi_setopt: FI_OPT_MIN_MULTI_RECV (size_t) on endpoints
+// with options (ep.Options: shm's); no other option can be set.
 //
 //export goSetopt
 func goSetopt(h C.uintptr_t, level, name C.int, val unsafe.Pointer, n C.size_t) (rc C.int) {
 	defer recoverInt(&rc, "fi_setopt")
-	if objOf(uintptr(h)) == nil {
+	o := objOf(uintptr(h))
+	if o == nil {
 		return -C.FI_EINVAL
 	}
-	return -C.FI_ENOPROTOOPT
+	e, ok := o.(*epObj)
+	if !ok || level != C.FI_OPT_ENDPOINT || name != C.FI_OPT_MIN_MULTI_RECV {
+		return -C.FI_ENOPROTOOPT
+	}
+	if val == nil || n < C.sizeof_size_t {
+		return -C.FI_EINVAL
+	}
+	v := *(*C.size_t)(val)
+	if uint64(v) > uint64(^uint(0)>>1) {
+		return -C.FI_EINVAL
+	}
+	if err := ep.SetOpt(e.e, ep.OptLevelEndpoint, ep.OptMinMultiRecv, int(v)); err != nil {
+		return -C.int(errnoOf(err))
+	}
+	return 0
 }
 
 // namer returns the fi_setname/fi_getname side of an endpoint and its

@@ -167,10 +167,20 @@ func (e *endpoint) PostTx(op kit.Op) error {
 	return e.post(&a, kind)
 }
 
-// recv posts a receive.
+// recv posts a receive; with fi.FlagMultiRecv, an untagged one of one
+// segment, a multi-receive buffer (multirecv.go).
 func (e *endpoint) recv(iov [][]byte, src fi.Addr, ctx any, tagged bool, tag, ignore uint64, flags fi.Flags) error {
 	if len(iov) > iovLimit {
 		return errors.Wrapf(fi.EINVAL, "shm: recv: %d iovecs, the limit is %d", len(iov), iovLimit)
+	}
+	multi := flags&fi.FlagMultiRecv != 0
+	if multi {
+		switch {
+		case tagged:
+			return errors.Wrap(fi.EINVAL, "shm: trecv: FI_MULTI_RECV applies to untagged receives only (as in C 1.17's shm)")
+		case len(iov) != 1:
+			return errors.Wrapf(fi.EINVAL, "shm: recv: an FI_MULTI_RECV buffer is one segment, not %d", len(iov))
+		}
 	}
 	if !e.enabled.Load() {
 		if e.closed.Load() {
@@ -190,14 +200,18 @@ func (e *endpoint) recv(iov [][]byte, src fi.Addr, ctx any, tagged bool, tag, ig
 	if e.closed.Load() {
 		return fi.EBADF
 	}
-	err := e.dp.postRecv(e, &r)
+	err := e.dp.postRecv(e, &r, multi)
 	e.setBusy(e.dp.pending())
 	return err
 }
 
 // PostRx posts a receive of the adapter (kit.Poster): every form of
 // fi_recv and fi_trecv; a source other than fi.AddrUnspec matches only
-// that sender (FI_DIRECTED_RECV).
+// that sender (FI_DIRECTED_RECV). An untagged receive of one segment
+// with fi.FlagMultiRecv (fi_recvmsg's flags, or the rx_attr op_flags
+// default) is a multi-receive buffer (FI_MULTI_RECV): one smaller than
+// FI_OPT_MIN_MULTI_RECV, of more segments, or tagged (fi_trecvmsg; C's
+// shm has no tagged multi-receive) is fi.EINVAL.
 func (e *endpoint) PostRx(op kit.Op) error {
 	if op.Vector() {
 		return e.recv(op.IOV, op.Addr, op.Context, op.Kind == kit.OpTRecv, op.Tag, op.Ignore, op.Flags)

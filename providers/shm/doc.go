@@ -1,6 +1,6 @@
 // Package shm is gofabric's shared-memory provider: reliable unconnected
-// endpoints (FI_EP_RDM; fi_endpoint(3), fi_msg(3), fi_tagged(3),
-// fi_rma(3), fi_atomic(3)) between processes of one host and one user. Importing the
+// endpoints (FI_EP_RDM; fi_endpoint(3), fi_msg(3) with FI_MULTI_RECV,
+// fi_tagged(3), fi_rma(3), fi_atomic(3)) between processes of one host and one user. Importing the
 // package registers it with fi.Register under libfabric's name, "shm";
 // providers/all imports it. Its memory layout is its own: it does not
 // talk to C libfabric's shm provider.
@@ -94,6 +94,33 @@
 // fi.Addr in the receiver's AV (FI_SOURCE), or fi.AddrUnspec
 // (FI_ADDR_NOTAVAIL) when it is not there.
 //
+// # Multi-receive buffers
+//
+// An untagged receive of one segment posted with FI_MULTI_RECV
+// (fi_recvmsg's flags, or FI_MULTI_RECV in rx_attr.op_flags, which the
+// untagged calls then take; fi_msg(3)) takes message after message, as
+// in C 1.17's shm: each goes at the next free offset, with no
+// alignment, and completes on its own with the buffer's context,
+// FI_RECV|FI_MSG, its length and eq.Completion.Buf, the part of the
+// buffer it landed in (its offset is cap(buffer)-cap(Buf)). Once the
+// space left is below the endpoint's FI_OPT_MIN_MULTI_RECV (SetOpt and
+// GetOpt, fi_setopt(3); 4096 bytes unless set, C's value, taken by the
+// buffers posted after it is set) or none is left, the buffer takes no
+// more messages, and once the last message placed in it completed, an
+// entry of its own releases it, as C's does: the buffer's context,
+// FI_MULTI_RECV alone, length 0, no Buf; it is written even when the
+// receive asked for no completion (FI_SELECTIVE_COMPLETION), and moves
+// no counter. A message larger than the space left takes that space
+// and completes with fi.ETRUNC (as in C; OLen is what did not fit),
+// and the buffer is released after it. Messages that arrived before
+// the buffer was posted go into it at once, in order. fi_cancel (and
+// Close) releases a posted buffer with an fi.ECANCELED entry flagged
+// FI_RECV|FI_MSG|FI_MULTI_RECV, once a message streaming into it
+// (bounce chunks) completed. Tagged receives have no multi-receive form,
+// as in C: fi_trecvmsg with FI_MULTI_RECV is fi.EINVAL, and the tagged
+// calls ignore it as a default op flag; so is a buffer smaller than the
+// minimum, an empty one, or one of several segments.
+//
 // # Progress and waiting
 //
 // Data progress is manual, as in C's shm: reading a CQ or counter moves
@@ -172,17 +199,18 @@
 // GetInfo takes in hints what C 1.17's shm takes in its transmit and
 // receive attributes: the default op flags FI_COMPLETION,
 // FI_INJECT_COMPLETE, FI_TRANSMIT_COMPLETE and FI_DELIVERY_COMPLETE
-// (tx_attr.op_flags; FI_INJECT is declined, as in C) and FI_COMPLETION
-// (rx_attr.op_flags), and queues of 1 to 1024 entries, which the entry
+// (tx_attr.op_flags; FI_INJECT is declined, as in C), FI_COMPLETION and
+// FI_MULTI_RECV (rx_attr.op_flags), and queues of 1 to 1024 entries, which the entry
 // then reports as C's does (none and 1024 without hints). They are the
 // defaults of the calls that take no flags (fi_endpoint(3)). tx_attr.size
 // bounds the sends in flight that hold a transmit entry (those waiting
 // for an answer, streaming, or queued behind one; an inline send that
 // goes out at once holds none), rx_attr.size the posted receives of each
-// kind (tagged and untagged): one more gets fi.EAGAIN. FI_MULTI_RECV and
-// FI_HMEM, which C's shm offers, are declined with that reason; FI_ATOMIC
-// is offered, as C's shm does, but not C's atomic ordering bits (the RMA
-// ones of its msg_order are not advertised either).
+// kind (tagged and untagged): one more gets fi.EAGAIN. FI_MULTI_RECV is
+// offered in caps and rx caps, as C's shm offers it. FI_HMEM, which C's
+// shm offers, is declined with that reason; FI_ATOMIC is offered, as
+// C's shm does, but not C's atomic ordering bits (the RMA ones of its
+// msg_order are not advertised either).
 //
 // # Environment
 //
@@ -196,7 +224,8 @@
 // # Limits
 //
 // One remote segment per RMA or atomic operation (rma_iov_limit 1), four
-// local segments per operation; no FI_MULTI_RECV; at most 32
+// local segments per operation; untagged multi-receive buffers only (as
+// in C); at most 32
 // peers send to one endpoint at a time (the 33rd gets fi.EAGAIN until one
 // leaves; the entry of a claimer that was cut off stays unusable until
 // the owner's next check, 100 ms or more later). A message streamed through the bounce chunks (no CMA) that

@@ -117,7 +117,12 @@ func (d *domain) OpenEndpoint(info *fi.Info) (ep.Endpoint, error) {
 	}
 	e := &endpoint{domain: d, info: kit.EndpointInfo(info, fi.EPTypeRDM, infoCaps), probe: new([2]uint64)}
 	ops := kit.NewOps(e, "shm", e.info)
-	e.MsgOps, e.TaggedOps, e.RMAOps = kit.MsgOps{Ops: ops}, kit.TaggedOps{Ops: ops}, kit.RMAOps{Ops: ops}
+	// FI_MULTI_RECV as a default op flag is for the untagged receives
+	// (C's shm has no tagged multi-receive): the tagged calls go without
+	// it.
+	tops := *ops
+	tops.RxFlags &^= fi.FlagMultiRecv
+	e.MsgOps, e.TaggedOps, e.RMAOps = kit.MsgOps{Ops: ops}, kit.TaggedOps{Ops: &tops}, kit.RMAOps{Ops: ops}
 	atomics := kit.NewAtomics(ops, e, e.info, atomicMax)
 	// The valid queries answer as C's shm, built with compiler atomics.
 	atomics.Exclude = kit.BuiltinAtomicsExclude
@@ -265,8 +270,10 @@ func (e *endpoint) Enable() error {
 }
 
 // Cancel cancels the posted receive with context ctx (fi_cancel); it
-// completes with an fi.ECANCELED error entry. Other operations cannot be
-// cancelled: fi.ENOENT.
+// completes with an fi.ECANCELED error entry. A multi-receive buffer
+// (FI_MULTI_RECV) is released by that entry, flagged FI_MULTI_RECV as
+// in C's shm, once no message streams into it any more. Other
+// operations cannot be cancelled: fi.ENOENT.
 func (e *endpoint) Cancel(ctx any) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()

@@ -41,7 +41,8 @@ func (e *endpoint) TInject(buf []byte, dest fi.Addr, tag uint64) error {
 }
 
 // Recv posts a receive buffer (fi_recv); src other than fi.AddrUnspec
-// matches only that sender (FI_DIRECTED_RECV).
+// matches only that sender (FI_DIRECTED_RECV). With FI_MULTI_RECV in
+// the rx_attr op_flags it is a multi-receive buffer (multirecv.go).
 func (e *endpoint) Recv(buf []byte, desc any, src fi.Addr, ctx any) error {
 	iov := [1][]byte{buf}
 	return e.recv(iov[:], src, ctx, false, 0, 0, e.MsgOps.RxFlags)
@@ -50,5 +51,5 @@ func (e *endpoint) Recv(buf []byte, desc any, src fi.Addr, ctx any) error {
 // TRecv posts a tagged receive for tag under the ignore mask (fi_trecv).
 func (e *endpoint) TRecv(buf []byte, desc any, src fi.Addr, tag, ignore uint64, ctx any) error {
 	iov := [1][]byte{buf}
-	return e.recv(iov[:], src, ctx, true, tag, ignore, e.MsgOps.RxFlags)
+	return e.recv(iov[:], src, ctx, true, tag, ignore, e.TaggedOps.RxFlags)
 }

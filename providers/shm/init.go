@@ -26,11 +26,12 @@ const addrPrefix = "fi_shm://"
 
 // Attributes of the entry.
 const (
+	// FI_MULTI_RECV in caps and rx caps, as C 1.17's smr_attr.c.
 	infoCaps = fi.CapMsg | fi.CapRMA | fi.CapTagged | fi.CapAtomic | fi.CapRead | fi.CapWrite | fi.CapRecv | fi.CapSend |
-		fi.CapRemoteRead | fi.CapRemoteWrite | fi.CapRMAEvent | fi.CapSource | fi.CapDirectedRecv
+		fi.CapRemoteRead | fi.CapRemoteWrite | fi.CapRMAEvent | fi.CapSource | fi.CapDirectedRecv | fi.CapMultiRecv
 	txCaps = fi.CapMsg | fi.CapRMA | fi.CapTagged | fi.CapAtomic | fi.CapRead | fi.CapWrite | fi.CapSend
 	rxCaps = fi.CapMsg | fi.CapRMA | fi.CapTagged | fi.CapAtomic | fi.CapRecv | fi.CapRemoteRead | fi.CapRemoteWrite |
-		fi.CapRMAEvent | fi.CapSource | fi.CapDirectedRecv
+		fi.CapRMAEvent | fi.CapSource | fi.CapDirectedRecv | fi.CapMultiRecv
 
 	// injectSize is the largest Inject: what fits in a slot.
 	injectSize = inlineMax
@@ -45,11 +46,11 @@ const (
 )
 
 // txOpFlags and rxOpFlags are the operation flags hints may ask for as
-// defaults (tx_attr.op_flags, rx_attr.op_flags): C 1.17 shm's, but
-// FI_MULTI_RECV, which is not implemented.
+// defaults (tx_attr.op_flags, rx_attr.op_flags): C 1.17 shm's
+// SMR_TX_OP_FLAGS and SMR_RX_OP_FLAGS.
 const (
 	txOpFlags = fi.FlagCompletion | fi.FlagInjectComplete | fi.FlagTransmitComplete | fi.FlagDeliveryComplete
-	rxOpFlags = fi.FlagCompletion
+	rxOpFlags = fi.FlagCompletion | fi.FlagMultiRecv
 )
 
 // mrMode: keys are the application's, RMA addresses are offsets into the
@@ -101,12 +102,14 @@ var _ fi.Provider = provider{}
 // Hints may ask for what C 1.17's shm takes in its transmit and receive
 // attributes: the default operation flags FI_COMPLETION,
 // FI_INJECT_COMPLETE, FI_TRANSMIT_COMPLETE and FI_DELIVERY_COMPLETE
-// (tx_attr.op_flags) and FI_COMPLETION (rx_attr.op_flags), and queues of
-// 1 to 1024 entries (tx_attr.size, rx_attr.size). The entry carries the
-// hints' op flags and sizes, as C's do; without them, none and 1024.
-// FI_MULTI_RECV and FI_HMEM, which C's shm offers, are declined with
-// their reason: not implemented. FI_ATOMIC is offered, as C's shm always
-// does (its caps carry FI_ATOMICS whatever the hints).
+// (tx_attr.op_flags) and FI_COMPLETION and FI_MULTI_RECV
+// (rx_attr.op_flags), and queues of 1 to 1024 entries (tx_attr.size,
+// rx_attr.size). The entry carries the hints' op flags and sizes, as C's
+// do; without them, none and 1024. FI_MULTI_RECV is offered in caps and
+// rx caps, as C's shm does (multi-receive buffers, untagged). FI_HMEM,
+// which C's shm offers, is declined with its reason: not implemented.
+// FI_ATOMIC is offered, as C's shm always does (its caps carry
+// FI_ATOMICS whatever the hints).
 func (provider) GetInfo(ctx context.Context, node, service string, flags fi.Flags, hints *fi.Info) ([]*fi.Info, error) {
 	if _, err := os.Stat(shmDir); err != nil {
 		return nil, kit.Declined(provName, shmDir+" is not available: "+err.Error(), "")
@@ -166,26 +169,19 @@ func unsupportedHints(hints *fi.Info) string {
 	}
 	caps := hints.Caps
 	var txCaps, rxCaps fi.Caps
-	var rxFlags fi.Flags
 	if hints.TxAttr != nil {
-		// FI_MULTI_RECV means nothing to a transmit context: C ignores
-		// it there, and so does the matcher.
-		txCaps = hints.TxAttr.Caps &^ fi.CapMultiRecv
+		txCaps = hints.TxAttr.Caps
 		if hints.TxAttr.Size < 0 {
 			return fmt.Sprintf("tx size %d not supported", hints.TxAttr.Size)
 		}
 	}
 	if hints.RxAttr != nil {
-		rxCaps, rxFlags = hints.RxAttr.Caps, hints.RxAttr.OpFlags
+		rxCaps = hints.RxAttr.Caps
 		if hints.RxAttr.Size < 0 {
 			return fmt.Sprintf("rx size %d not supported", hints.RxAttr.Size)
 		}
 	}
-	caps |= txCaps | rxCaps
-	switch {
-	case caps&fi.CapMultiRecv != 0 || rxFlags&fi.FlagMultiRecv != 0:
-		return "FI_MULTI_RECV (multi-receive buffers) is not implemented by gofabric's shm (C's shm offers it)"
-	case caps&fi.CapHMEM != 0:
+	if (caps|txCaps|rxCaps)&fi.CapHMEM != 0 {
 		return "FI_HMEM (device memory) is not implemented by gofabric's shm (C's shm offers it)"
 	}
 	return ""

@@ -81,7 +81,8 @@ type txEntry struct {
 	inline [inlineMax]byte // an injected payload; an atomic's operand and compare bytes
 }
 
-// rxEntry is a posted receive.
+// rxEntry is a posted receive, or a message's part of an FI_MULTI_RECV
+// buffer (multirecv.go).
 type rxEntry struct {
 	iov         [iovLimit][]byte
 	niov, size  int
@@ -90,6 +91,12 @@ type rxEntry struct {
 	src         fi.Addr
 	tagged      bool
 	report      bool
+	// mr is 1 + the index in dataPath.mrs of the FI_MULTI_RECV buffer
+	// the entry is (owner) or a message's part of; 0 for other
+	// receives. An int16 (the pool has at most 1024+32 entries) keeps
+	// the entry at 160 bytes.
+	mr    int16
+	owner bool
 }
 
 // unexEntry is a message that arrived before its receive: its header,
@@ -194,6 +201,15 @@ type dataPath struct {
 	// unlinked is set once the inbox file was found removed (logged
 	// once).
 	unlinked bool
+	// mrs are the states of the FI_MULTI_RECV buffers posted or still
+	// holding messages, mrFree the free ones (multirecv.go), made at
+	// the endpoint's first such receive; minMulti is
+	// FI_OPT_MIN_MULTI_RECV, which buffers take when posted; rxSize is
+	// rx_attr.size.
+	mrs      []kit.MultiRecv
+	mrFree   []int32
+	minMulti int
+	rxSize   int
 }
 
 // init readies the data path for txSize transmit entries (operations
@@ -213,6 +229,7 @@ func (d *dataPath) init(txSize, rxSize int) {
 		d.txFree[i] = int32(txSize - 1 - i)
 	}
 	d.recvs = make([]rxEntry, 0, rxSize)
+	d.rxSize, d.minMulti = rxSize, defMinMultiRecv
 	d.trecvs = make([]rxEntry, 0, rxSize)
 	d.unexp = make([]int32, 0, queueSize)
 	d.tunexp = make([]int32, 0, queueSize)
@@ -1094,13 +1111,13 @@ func (d *dataPath) slot(e *endpoint, i int, h *slotHeader, s []byte) (done, bad 
 			if k < 0 {
 				return false, false // waits at the head of this peer's ring for a receive
 			}
-			in.sar, in.sarRecv, in.sarSize, in.sarGot, in.sarH, in.sarSrc, in.sarPlace = true, d.take(tagged, k), int(h.size), 0, *h, src, 0
+			in.sar, in.sarRecv, in.sarSize, in.sarGot, in.sarH, in.sarSrc, in.sarPlace = true, d.takeFor(tagged, k, h.size), int(h.size), 0, *h, src, 0
 			return true, false
 		}
 		if k < 0 {
 			return d.stash(e, i, h, s, src), false
 		}
-		r := d.take(tagged, k)
+		r := d.takeFor(tagged, k, h.size)
 		var segs [maxCMAIOV][2]uint64
 		if h.proto == protoCMA {
 			for k := range int(h.niov) {
@@ -1236,35 +1253,60 @@ func (d *dataPath) delivered(e *endpoint, r *rxEntry, h *slotHeader, src fi.Addr
 		flags |= fi.FlagRemoteCQData
 		data = h.data
 	}
+	// A message in an FI_MULTI_RECV buffer says where it landed
+	// (fi_cq_data_entry's buf); the buffer may be released after it.
+	var buf []byte
+	released := false
+	if r.mr != 0 {
+		buf = r.iov[0][:n]
+		flags, released = d.mrs[r.mr-1].Done(flags)
+	}
 	if h.size > uint64(n) {
 		if e.RxCQ != nil {
-			_ = e.RxCQ.CompleteErr(&eq.CQError{Context: r.ctx, Flags: flags, Len: n, Data: data, Tag: h.tag,
+			_ = e.RxCQ.CompleteErr(&eq.CQError{Context: r.ctx, Flags: flags, Len: n, Buf: buf, Data: data, Tag: h.tag,
 				OLen: int(h.size) - n, Err: fi.ETRUNC, SrcAddr: nil})
 		}
 		if c := e.Cntr[kit.CntrRecv]; c != nil {
 			_ = c.AddErr(1)
 		}
-		return
+	} else {
+		if r.report && e.RxCQ != nil {
+			_ = e.RxCQ.CompleteOverflow(eq.Completion{Context: r.ctx, Flags: flags, Len: n, Buf: buf, Data: data, Tag: h.tag}, src)
+		}
+		if c := e.Cntr[kit.CntrRecv]; c != nil {
+			_ = c.Add(1)
+		}
 	}
-	if r.report && e.RxCQ != nil {
-		_ = e.RxCQ.CompleteOverflow(eq.Completion{Context: r.ctx, Flags: flags, Len: n, Data: data, Tag: h.tag}, src)
-	}
-	if c := e.Cntr[kit.CntrRecv]; c != nil {
-		_ = c.Add(1)
+	if released {
+		d.releaseMulti(e, int32(r.mr-1))
 	}
 }
 
-// failRecv completes receive r with an error.
+// failRecv completes receive r with an error. A posted FI_MULTI_RECV
+// buffer (only cancelled: code is fi.ECANCELED) is released with its
+// cancellation entry once no message streams into it (cancelMulti).
 func (e *endpoint) failRecv(r *rxEntry, code fi.Errno, data uint64) {
+	d := &e.dp
+	if r.owner {
+		d.cancelMulti(e, int32(r.mr-1))
+		return
+	}
 	flags := fi.FlagRecv | fi.FlagMsg
 	if r.tagged {
 		flags = fi.FlagRecv | fi.FlagTagged
+	}
+	released := false
+	if r.mr != 0 {
+		flags, released = d.mrs[r.mr-1].Done(flags)
 	}
 	if e.RxCQ != nil {
 		_ = e.RxCQ.CompleteErr(&eq.CQError{Context: r.ctx, Flags: flags, Len: 0, Data: data, Err: code})
 	}
 	if c := e.Cntr[kit.CntrRecv]; c != nil {
 		_ = c.AddErr(1)
+	}
+	if released {
+		d.releaseMulti(e, int32(r.mr-1))
 	}
 }
 
@@ -1383,8 +1425,13 @@ func (d *dataPath) flushAcks(e *endpoint) {
 }
 
 // postRecv posts a receive: an unexpected message that matches is
-// delivered at once, else the receive waits in order.
-func (d *dataPath) postRecv(e *endpoint, r *rxEntry) error {
+// delivered at once, else the receive waits in order. An FI_MULTI_RECV
+// buffer (multi set) takes every unexpected message that matches until
+// it is full (postMulti).
+func (d *dataPath) postRecv(e *endpoint, r *rxEntry, multi bool) error {
+	if multi {
+		return d.postMulti(e, r)
+	}
 	l := &d.unexp
 	if r.tagged {
 		l = &d.tunexp
@@ -1394,14 +1441,9 @@ func (d *dataPath) postRecv(e *endpoint, r *rxEntry) error {
 		if r.tagged && (r.tag^x.h.tag)&^r.ignore != 0 || r.src != fi.AddrUnspec && r.src != x.src {
 			continue
 		}
-		in := x.in
-		if a := &d.ins[in]; !a.active || a.nonce != x.nonce {
-			in = -1 // its sender left: nobody to answer
-		}
-		if in >= 0 && (x.h.proto == protoCMA || x.h.flags&flagAck != 0) && d.ackN == ackQSize {
-			if d.flushAcks(e); d.ackN == ackQSize {
-				return fi.EAGAIN
-			}
+		in, ok := d.unexAnswer(e, x)
+		if !ok {
+			return fi.EAGAIN
 		}
 		copy((*l)[k:], (*l)[k+1:])
 		*l = (*l)[:len(*l)-1]
@@ -1423,8 +1465,25 @@ func (d *dataPath) postRecv(e *endpoint, r *rxEntry) error {
 	return nil
 }
 
+// unexAnswer returns the inbox entry whose claimer the unexpected
+// message x is answered to once delivered, -1 when its sender left
+// (nobody to answer); ok is false when x needs an answer and the answer
+// queue stays full (the message must wait).
+func (d *dataPath) unexAnswer(e *endpoint, x *unexEntry) (in int, ok bool) {
+	in = x.in
+	if a := &d.ins[in]; !a.active || a.nonce != x.nonce {
+		in = -1
+	}
+	if in >= 0 && (x.h.proto == protoCMA || x.h.flags&flagAck != 0) && d.ackN == ackQSize {
+		if d.flushAcks(e); d.ackN == ackQSize {
+			return in, false
+		}
+	}
+	return in, true
+}
+
 // cancelRecv removes the posted receive with context ctx and completes it
-// with fi.ECANCELED.
+// with fi.ECANCELED (an FI_MULTI_RECV buffer: see cancelMulti).
 func (d *dataPath) cancelRecv(e *endpoint, ctx any) bool {
 	for _, tagged := range []bool{false, true} {
 		l := d.recvs

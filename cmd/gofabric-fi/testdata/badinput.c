@@ -250,8 +250,23 @@ static void rdm_checks(const char *prov)
 	EXPECT("getopt unknown option",
 	       fi_getopt(&ep->fid, FI_OPT_ENDPOINT, 999, buf, &len),
 	       -FI_ENOPROTOOPT);
+	/* goshm's endpoints take FI_OPT_MIN_MULTI_RECV, as C's shm's do */
+	len = 512;
 	EXPECT("setopt FI_OPT_MIN_MULTI_RECV",
 	       fi_setopt(&ep->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &len,
+			 sizeof(len)),
+	       0);
+	len = 0;
+	{
+		size_t optlen = sizeof(len);
+		EXPECT("getopt FI_OPT_MIN_MULTI_RECV",
+		       fi_getopt(&ep->fid, FI_OPT_ENDPOINT,
+				 FI_OPT_MIN_MULTI_RECV, &len, &optlen),
+		       0);
+		EXPECT("getopt FI_OPT_MIN_MULTI_RECV value", len, 512);
+	}
+	EXPECT("setopt FI_OPT_CM_DATA_SIZE",
+	       fi_setopt(&ep->fid, FI_OPT_ENDPOINT, FI_OPT_CM_DATA_SIZE, &len,
 			 sizeof(len)),
 	       -FI_ENOPROTOOPT);
 
