@@ -27,8 +27,8 @@ func TestRDMMRLocal(t *testing.T) {
 	t.Run("deferred", TestRDMDeferredReads)
 	t.Run("atomics", TestRDMAtomics)
 	t.Run("atomic-refused", TestRDMAtomicRefused)
-	t.Run("multi-recv", TestRDMMultiRecv)
-	fabtests.Run(t, fabtests.Config{Provider: testName, Groups: []string{"rdm", "tagged", "rma/rdm", "atomic", "close", "peer-killed"}})
+	t.Run("multi-recv-sizes", TestRDMMultiRecv)
+	fabtests.Run(t, fabtests.Config{Provider: testName, Groups: []string{"rdm", "tagged", "rma/rdm", "atomic", "multi-recv", "close", "peer-killed"}})
 }
 
 // TestRDMBounce runs the data tests and fabtests' RDM groups with rxm
@@ -44,8 +44,8 @@ func TestRDMBounce(t *testing.T) {
 	t.Run("deferred", TestRDMDeferredReads)
 	t.Run("atomics", TestRDMAtomics)
 	t.Run("atomic-refused", TestRDMAtomicRefused)
-	t.Run("multi-recv", TestRDMMultiRecv)
-	fabtests.Run(t, fabtests.Config{Provider: testName, Groups: []string{"rdm", "tagged", "rma/rdm", "atomic"}})
+	t.Run("multi-recv-sizes", TestRDMMultiRecv)
+	fabtests.Run(t, fabtests.Config{Provider: testName, Groups: []string{"rdm", "tagged", "rma/rdm", "atomic", "multi-recv"}})
 }
 
 // TestRDMReceiveModes: over tcp, whose endpoints implement kit.DynRecv,

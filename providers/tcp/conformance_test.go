@@ -14,6 +14,6 @@ import (
 // (FI_EP_DGRAM endpoints) skips.
 func TestConformance(t *testing.T) {
 	cleanEnv(t)
-	fabtests.Run(t, fabtests.Config{Provider: "tcp", Groups: []string{"unit", "cm", "msg", "rdm", "tagged", "rma", "atomic", "close", "concurrency", "badinput", "faults",
+	fabtests.Run(t, fabtests.Config{Provider: "tcp", Groups: []string{"unit", "cm", "msg", "rdm", "tagged", "multi-recv", "rma", "atomic", "close", "concurrency", "badinput", "faults",
 		"close-while-waiting", "wait-sizes", "peer-killed", "burst"}})
 }
