@@ -1,7 +1,6 @@
 package ft
 
 import (
-	"context"
 	"fmt"
 	"regexp"
 	"slices"
@@ -33,10 +32,6 @@ import (
 //     with fi_recvmsg (message 129 at 1 KiB), C's client or Go's alike;
 //     -M pairs with C's server stay within two buffers (-I 5), and the Go
 //     server takes C's client through reposts (-M -I 200).
-//
-// shm: gofabric's shm offers FI_MULTI_RECV from the shm-multirecv branch
-// on; where its fi_getinfo declines it, the shm pairs expect both sides to
-// exit 61 (C's "Notrun") and say so in the log.
 
 // multiRecvPairs lists the matrix.
 func multiRecvPairs(t *testing.T) []fpair {
@@ -58,14 +53,13 @@ func multiRecvPairs(t *testing.T) []fpair {
 	for _, a := range [][]string{{"-e", "rdm", "-I", "5", oobE}, {"-e", "rdm", "-I", "300", "-M", "-v", oobB}} {
 		add(goGo(fpair{prov: "tcp", prog: "multi_recv", variant: multiRecvVariant(a), args: a}))
 	}
-	shm := shmMultiRecvStatus(t)
 	for _, a := range [][]string{
 		{"-e", "rdm", "-I", "5", oobE},
 		{"-e", "rdm", "-I", "300", "-v", oobB},
 		{"-e", "rdm", "-I", "300", "-M", "-v", oobB},
 		{"-e", "rdm", "-S", "65536", "-I", "70", "-v", oobB},
 	} {
-		add(goGo(fpair{prov: "shm", prog: "multi_recv", variant: multiRecvVariant(a), args: a, status: shm}))
+		add(goGo(fpair{prov: "shm", prog: "multi_recv", variant: multiRecvVariant(a), args: a}))
 	}
 	return ps
 }
@@ -74,27 +68,6 @@ func multiRecvPairs(t *testing.T) []fpair {
 // out-of-band port.
 func multiRecvVariant(args []string) string {
 	return strings.ReplaceAll(strings.Join(args, "_"), "="+oobPlaceholder, "")
-}
-
-// shmMultiRecvStatus is the status the shm pairs expect: 0 when
-// gofabric's shm offers FI_MULTI_RECV, 61 (both sides stop at fi_getinfo)
-// when it declines it, which the test log says.
-func shmMultiRecvStatus(t *testing.T) int {
-	t.Helper()
-	h := (*fi.Info)(nil).Clone()
-	h.FabricAttr.ProvName = "shm"
-	h.EPAttr.Type = fi.EPTypeRDM
-	h.Caps = fi.CapMsg | fi.CapMultiRecv
-	h.Mode = fi.ModeContext
-	h.RxAttr.OpFlags = fi.FlagMultiRecv
-	_, err := fi.GetInfo(context.Background(), "", "", 0, h)
-	if err == nil {
-		return 0
-	}
-	require.ErrorIs(t, err, fi.ENODATA)
-	require.ErrorContains(t, err, "FI_MULTI_RECV", "shm declines multi_recv's hints for another reason")
-	t.Logf("gofabric's shm declines FI_MULTI_RECV here (%v): its pairs expect both sides to exit 61, as C's fabtests' Notrun", err)
-	return int(fi.ENODATA)
 }
 
 func init() { outputOf["multi_recv"] = multiRecvOutput }
