@@ -79,19 +79,9 @@ func (e *endpoint) postAtomic(op *kit.AtomicOp) error {
 	}
 	e.mu.Lock()
 	defer e.unlock()
-	switch {
-	case e.closed.Load():
-		return fi.EBADF
-	case !e.enabled:
-		return fi.EOPBADSTATE
-	}
-	c, err := e.connFor(op.Addr)
+	c, tx, err := e.txStart(op.Addr)
 	if err != nil {
 		return err
-	}
-	tx := e.getTx()
-	if tx == nil {
-		return fi.EAGAIN
 	}
 	if err := e.bounceOf(tx); err != nil {
 		e.putTx(tx)

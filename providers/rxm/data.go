@@ -53,19 +53,9 @@ func (e *endpoint) postTx(op *kit.Op) error {
 	}
 	e.mu.Lock()
 	defer e.unlock()
-	switch {
-	case e.closed.Load():
-		return fi.EBADF
-	case !e.enabled:
-		return fi.EOPBADSTATE
-	}
-	c, err := e.connFor(op.Addr)
+	c, tx, err := e.txStart(op.Addr)
 	if err != nil {
 		return err
-	}
-	tx := e.getTx()
-	if tx == nil {
-		return fi.EAGAIN
 	}
 	h := &e.hdr
 	*h = rxmwire.Header{Type: rxmwire.TypeEager, ConnID: c.remoteID, Size: uint64(size)}
@@ -152,6 +142,28 @@ func (e *endpoint) postTx(op *kit.Op) error {
 // ESTABLISHED event). The operation waits in the deferred queue; a
 // connection that never comes up is dropped with it.
 func notYet(err error) bool { return err == fi.EAGAIN || err == fi.ENOTCONN }
+
+// txStart begins a transmit operation to addr: the endpoint must be
+// enabled and open, the connection to addr up (connFor opens it, and
+// fi.EAGAIN says it is not up yet) and a transmit buffer free (else
+// fi.EAGAIN). mu is held.
+func (e *endpoint) txStart(addr fi.Addr) (*conn, *txBuf, error) {
+	switch {
+	case e.closed.Load():
+		return nil, nil, fi.EBADF
+	case !e.enabled:
+		return nil, nil, fi.EOPBADSTATE
+	}
+	c, err := e.connFor(addr)
+	if err != nil {
+		return nil, nil, err
+	}
+	tx := e.getTx()
+	if tx == nil {
+		return nil, nil, fi.EAGAIN
+	}
+	return c, tx, nil
+}
 
 // transient maps the core's errors of a connection going away to
 // fi.EAGAIN: the next try opens another.

@@ -33,22 +33,13 @@ func (e *endpoint) postRMA(op *kit.Op) error {
 	}
 	e.mu.Lock()
 	defer e.unlock()
-	switch {
-	case e.closed.Load():
-		return fi.EBADF
-	case !e.enabled:
-		return fi.EOPBADSTATE
-	}
-	c, err := e.connFor(op.Addr)
+	c, tx, err := e.txStart(op.Addr)
 	if err != nil {
 		return err
 	}
 	if c.rma == nil {
+		e.putTx(tx)
 		return fi.ENOSYS
-	}
-	tx := e.getTx()
-	if tx == nil {
-		return fi.EAGAIN
 	}
 	tx.kind, tx.ctx = txRMA, op.Context
 	tx.report = !op.Inject && (!e.TxSel || op.Flags&fi.FlagCompletion != 0)
