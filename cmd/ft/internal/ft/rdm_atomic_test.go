@@ -12,6 +12,7 @@ import (
 
 	"github.com/gofabric/gofabric/ep"
 	"github.com/gofabric/gofabric/fi"
+	"github.com/gofabric/gofabric/kit"
 	"github.com/stretchr/testify/require"
 )
 
@@ -274,8 +275,7 @@ func checkAtomicOutput(t *testing.T, p *peer, rows, skips []string, perOp map[ep
 				require.GreaterOrEqual(t, i, 0, "%s: row %s names no datatype", p.name, m[1])
 				size, err := strconv.Atoi(m[2])
 				require.NoError(t, err)
-				want, _ := atomicSizeOf(ep.Datatype(i))
-				require.Equal(t, want, size, "%s: %s's bytes", p.name, m[1])
+				require.Equal(t, cAtomicSizes[i], size, "%s: %s's bytes", p.name, m[1])
 			}
 		}
 	}
@@ -295,16 +295,12 @@ func checkAtomicOutput(t *testing.T, p *peer, rows, skips []string, perOp map[ep
 	require.Equal(t, skips, errLines, "%s: stderr holds exactly the unsupported pairs' lines\n%s", p.name, p.report())
 }
 
-// atomicSizeOf is an element's size in bytes, as datatype_to_size gives
-// it.
-func atomicSizeOf(dt ep.Datatype) (int, bool) {
-	sizes := map[ep.Datatype]int{
-		ep.Int8: 1, ep.Uint8: 1, ep.Int16: 2, ep.Uint16: 2, ep.Int32: 4, ep.Uint32: 4, ep.Int64: 8, ep.Uint64: 8,
-		ep.Float: 4, ep.Double: 8, ep.FloatComplex: 8, ep.DoubleComplex: 16, ep.LongDouble: 16,
-		ep.LongDoubleComplex: 32, ep.Int128: 16, ep.Uint128: 16,
-	}
-	n, ok := sizes[dt]
-	return n, ok
+// cAtomicSizes are the elements' sizes in bytes, as fabtests'
+// datatype_to_size gives them on x86-64.
+var cAtomicSizes = [...]int{
+	ep.Int8: 1, ep.Uint8: 1, ep.Int16: 2, ep.Uint16: 2, ep.Int32: 4, ep.Uint32: 4, ep.Int64: 8, ep.Uint64: 8,
+	ep.Float: 4, ep.Double: 8, ep.FloatComplex: 8, ep.DoubleComplex: 16, ep.LongDouble: 16,
+	ep.LongDoubleComplex: 32, ep.Int128: 16, ep.Uint128: 16,
 }
 
 // TestRDMAtomicOptions checks -o, -z and -U, and the refusal of words
@@ -347,6 +343,13 @@ func TestRDMAtomicOptions(t *testing.T) {
 	require.Equal(t, 1, status)
 	require.Contains(t, stderr, "-o <op>")
 	require.Contains(t, stderr, "-z <datatype>")
+
+	// The element sizes the program takes from kit are datatype_to_size's.
+	for dt := ep.Int8; dt <= ep.Uint128; dt++ {
+		n, err := kit.AtomicSize(dt)
+		require.NoError(t, err)
+		require.Equal(t, cAtomicSizes[dt], n, atomicTypeNames[dt].name)
+	}
 
 	// The rows' names and the kinds C gives each operation.
 	require.Equal(t, "FI_INT8_FI_MIN_base_lat", atomicPair{ep.OpMin, ep.Int8}.row())
