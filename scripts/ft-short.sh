@@ -22,7 +22,7 @@
 # gets its server killed 2 s later. A line passes when both exit 0, is
 # "notrun" when both exit 61 (FI_ENODATA) or both 38 (FI_ENOSYS), and
 # fails otherwise. A program cmd/ft does not have yet is reported as
-# "not yet in cmd/ft" (rdm_atomic until it lands).
+# "not yet in cmd/ft" (none at present).
 #
 # Each pair runs in a network namespace of its own when the script can make
 # one (root, or unprivileged user namespaces; unshare and ip), so the

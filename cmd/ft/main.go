@@ -12,8 +12,9 @@
 // bandwidth benchmarks msg_bw, rdm_tagged_bw, rma_bw and bw (a window of
 // -W operations in flight); the functional tests msg, rdm,
 // rdm_tagged_peek, cm_data, dgram, unexpected_msg, rdm_multi_client,
-// rdm_rma_event, msg_inject and multi_recv. "ft" alone lists them, "ft
-// PROGRAM -h" lists a program's options.
+// rdm_rma_event, msg_inject, multi_recv and rdm_atomic (every fi_atomic
+// operation and datatype, -o and -z). "ft" alone lists them, "ft PROGRAM
+// -h" lists a program's options.
 //
 // The options are C's (read by internal/getopt as glibc's getopt_long
 // reads them): -p -e -d -f -s -B -P -E[=port] -b[=port] -C -I -w -S

@@ -77,6 +77,10 @@
 //     message each way, not a window of them (the pingpongs use the first
 //     only);
 //   - a counter's error count rising fails the wait (C keeps waiting);
+//   - rdm_atomic asks the endpoint's valid queries (fi_atomicvalid and
+//     its fetch and compare forms) whether it supports a pair, without
+//     C's fi_query_atomic on the domain, which gofabric's domains do not
+//     have; its ft_syncs fail the run when they fail (C ignores them);
 //   - ft_finalize on a connected endpoint takes its send flushed with
 //     FI_ECANCELED as delivered once the peer's own message arrives (the
 //     peer's disconnect can overtake the acknowledgement over RDMA).

@@ -24,9 +24,9 @@ import (
 //
 // Left out: the programs that run on FI_EP_RDM (rdm, rdm_tagged_*,
 // rdm_cntr_pingpong, rdm_multi_client, rdm_rma_event, msg_inject,
-// unexpected_msg -e rdm, and the -e rdm runs of bw and rma_bw): C runs
-// them over ofi_rxm on verbs, and gofabric has no FI_EP_RDM over verbs
-// yet.
+// rdm_atomic, unexpected_msg -e rdm, and the -e rdm runs of bw and
+// rma_bw): C runs them over ofi_rxm on verbs, and gofabric has no
+// FI_EP_RDM over verbs yet.
 
 // verbsHost returns the IPv4 address of the host's RDMA device, where the
 // pairs run, skipping the test on a host without one.
