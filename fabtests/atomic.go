@@ -835,9 +835,11 @@ func testAtomic(t *testing.T, s *suite) {
 	for _, tc := range []struct {
 		name   string
 		access fi.Access
-		// key and addr alter the call: a wrong key, or an address where
-		// the call's second element is past the region's end.
-		badKey, outside bool
+		// key and addr alter the call: a wrong key, an address where
+		// the call's second element is past the region's end, or one a
+		// byte past the element's (misaligned for every datatype pick
+		// prefers: fi.EINVAL instead of fi.EACCES).
+		badKey, outside, misaligned bool
 		// try are the refused calls, by family and preferred operations;
 		// after is a call the region allows, which must succeed next.
 		try   [3][]ep.AtomicOp
@@ -845,18 +847,20 @@ func testAtomic(t *testing.T, s *suite) {
 		// afterFam is after's family.
 		afterFam atomicFamily
 	}{
-		{"bad-key", remoteRW, true, false, atomicDefaultOps, atomicDefaultOps[famBase], famBase},
-		{"out-of-range", remoteRW, false, true, atomicDefaultOps, atomicDefaultOps[famBase], famBase},
-		{"write-no-access", fi.AccessRemoteRead, false, false,
+		{"bad-key", remoteRW, true, false, false, atomicDefaultOps, atomicDefaultOps[famBase], famBase},
+		{"out-of-range", remoteRW, false, true, false, atomicDefaultOps, atomicDefaultOps[famBase], famBase},
+		{"misaligned", remoteRW, false, false, true, atomicDefaultOps, atomicDefaultOps[famBase], famBase},
+		{"write-no-access", fi.AccessRemoteRead, false, false, false,
 			[3][]ep.AtomicOp{atomicDefaultOps[famBase], {ep.OpSum, ep.OpAtomicWrite}, atomicDefaultOps[famCompare]},
 			[]ep.AtomicOp{ep.OpAtomicRead}, famFetch},
-		{"read-no-access", fi.AccessRemoteWrite, false, false,
+		{"read-no-access", fi.AccessRemoteWrite, false, false, false,
 			[3][]ep.AtomicOp{nil, {ep.OpAtomicRead}, nil}, atomicDefaultOps[famBase], famBase},
 	} {
 		s.run(t, tc.name, func(t *testing.T) {
 			// A call the target refuses completes as an fi.EACCES error
-			// entry with its context and leaves the target's memory as it
-			// was; the endpoints carry on.
+			// entry (fi.EINVAL for a misaligned address) with its context
+			// and leaves the target's memory as it was; the endpoints
+			// carry on.
 			x := s.atomicPair(t, s.atomicInfo(t, 0), rdmOpts{})
 			p := &atomicPlan{}
 			var refused []*atomicCase
@@ -886,8 +890,15 @@ func testAtomic(t *testing.T, s *suite) {
 			x.prepare(t, p)
 			for _, c := range refused {
 				key, addr := x.key, x.base+uint64(c.off)
-				why := "access " + tc.access.String()
+				why, code := "access "+tc.access.String(), fi.EACCES
 				switch {
+				case tc.misaligned:
+					if c.m.size() < 2 {
+						t.Logf("%s: one-byte elements are never misaligned", c)
+						continue
+					}
+					addr++
+					why, code = "a misaligned address", fi.EINVAL
 				case tc.badKey:
 					key++
 					why = "a wrong key"
@@ -899,7 +910,7 @@ func testAtomic(t *testing.T, s *suite) {
 					t.Logf("%s: one element only, placed at the region's end is inside", c)
 					continue
 				}
-				x.refuseEntry(t, c, key, addr, fi.EACCES, why)
+				x.refuseEntry(t, c, key, addr, code, why)
 			}
 			x.m.poll(t)
 			if after != nil {

@@ -82,8 +82,9 @@
 //     (FI_WRITE, FI_READ, and with FI_RMA_EVENT the target's
 //     FI_REMOTE_WRITE and FI_REMOTE_READ), errors included; a wrong key,
 //     an address past the region's end and a region without the access
-//     the call needs give fi.EACCES error entries and leave the memory
-//     as it was; the largest count works, one more is refused
+//     the call needs give fi.EACCES error entries, and an address a byte
+//     past an element's an fi.EINVAL one, and leave the memory as it
+//     was; the largest count works, one more is refused
 //     (fi.EMSGSIZE, or fi.EINVAL) and so is 0 (fi.EINVAL). Long double
 //     is checked as x87 extended precision on amd64 only.
 //   - dgram: messages over unreliable datagram endpoints (FI_EP_DGRAM,

@@ -95,6 +95,28 @@ func atomicTypeName(dt ep.Datatype) string {
 	return "unknown datatype " + strconv.Itoa(int(dt))
 }
 
+// atomicAligns are the datatypes' alignments: their C types' alignof on
+// x86-64 (a complex number aligns as its parts, a long double on 16).
+var atomicAligns = [...]uintptr{
+	ep.Int8: 1, ep.Uint8: 1, ep.Int16: 2, ep.Uint16: 2, ep.Int32: 4, ep.Uint32: 4,
+	ep.Int64: 8, ep.Uint64: 8, ep.Float: 4, ep.Double: 8, ep.FloatComplex: 4,
+	ep.DoubleComplex: 8, ep.LongDouble: 16, ep.LongDoubleComplex: 16, ep.Int128: 16, ep.Uint128: 16,
+}
+
+// AtomicAligned reports whether target memory mem starts where an
+// element of dt may: at a multiple of its C type's alignment. A software
+// target refuses an operation on misaligned memory with fi.EINVAL and
+// applies nothing (libfabric's targets do not check, and their compiler
+// atomics on such memory are undefined behaviour; ApplyAtomic itself
+// needs no alignment). Empty memory and unknown datatypes count as
+// aligned.
+func AtomicAligned(mem []byte, dt ep.Datatype) bool {
+	if len(mem) == 0 || dt < 0 || int(dt) >= len(atomicAligns) {
+		return true
+	}
+	return bufAddr(mem)%uint64(atomicAligns[dt]) == 0
+}
+
 // AtomicSize returns the size in bytes of one element of dt, as
 // ofi_datatype_size (prov/util) gives it on x86-64 Linux: a long double
 // takes 16 bytes, of which the low 10 hold an x87 80-bit extended value,

@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"testing"
+	"unsafe"
 
 	"github.com/gofabric/gofabric/ep"
 	"github.com/gofabric/gofabric/fi"
@@ -908,4 +909,19 @@ func TestAtomicLongDoubleComplex(t *testing.T) {
 	require.NoError(t, kit.ApplyAtomic(ep.OpProd, ep.LongDoubleComplex, got, ldc(x, 0), nil, nil))
 	require.Equal(t, ldBits(0x3fff, 1<<63|1<<24), got[:16]) // 2^-80 is below the last bit, 2^-63: dropped
 	require.Equal(t, kit.LongDoubleBytes(0), got[16:])
+}
+
+func TestAtomicAligned(t *testing.T) {
+	mem := make([]byte, 64+16)
+	base := 16 - int(uintptr(unsafe.Pointer(&mem[0]))%16) // mem[base:] is 16-byte aligned
+	for dt, align := range map[ep.Datatype]int{
+		ep.Int8: 1, ep.Uint16: 2, ep.Int32: 4, ep.Uint64: 8, ep.Float: 4, ep.Double: 8,
+		ep.FloatComplex: 4, ep.DoubleComplex: 8, ep.LongDouble: 16, ep.LongDoubleComplex: 16, ep.Int128: 16,
+	} {
+		for off := range 16 {
+			require.Equal(t, off%align == 0, kit.AtomicAligned(mem[base+off:base+off+1], dt), "%v at +%d", dt, off)
+		}
+	}
+	require.True(t, kit.AtomicAligned(nil, ep.Uint64), "no memory")
+	require.True(t, kit.AtomicAligned(mem[base+1:], ep.Uint128+1), "unknown datatype")
 }

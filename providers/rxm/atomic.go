@@ -261,7 +261,8 @@ func (e *endpoint) serveAtomic(c *conn, h *rxmwire.Header, body []byte) bool {
 // the old values of the fetch and compare ops to old: the response's
 // status, 0 or a negative errno (-FI_EACCES for a registration that
 // refuses any segment, -FI_EOPNOTSUPP for a pair the endpoint does not
-// offer; nothing is applied then). mu is held.
+// offer, -FI_EINVAL for a segment whose memory is not aligned for the
+// datatype: kit.AtomicAligned; nothing is applied then). mu is held.
 func (e *endpoint) applyAtomic(r *rxmwire.AtomicReq, old []byte) int32 {
 	size, err := kit.AtomicSize(r.Datatype)
 	if err != nil {
@@ -281,12 +282,20 @@ func (e *endpoint) applyAtomic(r *rxmwire.AtomicReq, old []byte) int32 {
 		}
 		mem, err := mrs.Verify(s.Key, s.Addr, int(s.Count)*size, access)
 		if err != nil {
+			clear(e.atomMem[:i])
 			return -int32(fi.EACCES)
 		}
 		e.atomMem[i] = mem
 	}
 	if _, err := e.Atomics.Valid(atomicKind(r.Op), r.Datatype, r.AtomicOp); err != nil {
+		clear(e.atomMem[:r.NIOC])
 		return -int32(fi.EOPNOTSUPP)
+	}
+	for i := range r.NIOC {
+		if !kit.AtomicAligned(e.atomMem[i], r.Datatype) {
+			clear(e.atomMem[:r.NIOC])
+			return -int32(fi.EINVAL)
+		}
 	}
 	off := 0
 	for i := range r.NIOC {

@@ -181,6 +181,10 @@ func (d *dataPath) serveAtomic(e *endpoint, i int, h *slotHeader, s []byte) (don
 		d.queueAck(i, h.msgID, uint32(fi.EACCES), h.addr, nil)
 		return true, false
 	}
+	if !kit.AtomicAligned(mem, dt) {
+		d.queueAck(i, h.msgID, uint32(fi.EINVAL), h.addr, nil)
+		return true, false
+	}
 	var src, cmp, old []byte
 	if op != ep.OpAtomicRead {
 		src = s[slotHdr : slotHdr+n]

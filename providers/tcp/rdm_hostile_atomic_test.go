@@ -75,10 +75,10 @@ func openHostileAtomic(t *testing.T) *hrAtomicVictim {
 // connection stays: granted ones are applied (a fetch-add returns the old
 // value), refused ones (an unknown key, a range past the region or
 // overflowing it, a read-only region written, a segment refused after a
-// good one) answer -13 and change nothing, and pairs the endpoint does not
+// good one) answer -13 and change nothing, pairs the endpoint does not
 // offer (a compare operation in a base request, FI_ATOMIC_READ in a base
 // request, FI_BOR on float, double complex, FI_INT128) answer -95 and
-// change nothing. A request with no segment is answered 0, as C answers it.
+// change nothing, and so do misaligned segments, with -22. A request with no segment is answered 0, as C answers it.
 func TestHostileRDMAtomicAnswered(t *testing.T) {
 	cleanEnv(t)
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
@@ -117,6 +117,9 @@ func TestHostileRDMAtomicAnswered(t *testing.T) {
 		{"bor on float", 6, ep.Float, ep.OpBOr, [][3]uint64{{0, 1, hrRWKey}}, [][]byte{{1, 0, 0, 0}}, -95},
 		{"double complex", 7, ep.DoubleComplex, ep.OpSum, [][3]uint64{{0, 1, hrRWKey}}, [][]byte{make([]byte, 16)}, -95},
 		{"int128", 7, ep.Int128, ep.OpSum, [][3]uint64{{0, 1, hrRWKey}}, [][]byte{make([]byte, 16)}, -95},
+		{"misaligned uint64", 7, ep.Uint64, ep.OpSum, [][3]uint64{{1, 1, hrRWKey}}, [][]byte{one}, -22},
+		{"misaligned second segment", 6, ep.Int32, ep.OpSum, [][3]uint64{{0, 1, hrRWKey}, {6, 1, hrRWKey}},
+			[][]byte{{1, 0, 0, 0}, {1, 0, 0, 0}}, -22},
 		{"no segment", 6, ep.Uint64, ep.OpSum, nil, nil, 0},
 	} {
 		msgID := uint64(100 + i)
