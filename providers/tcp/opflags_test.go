@@ -26,12 +26,11 @@ import (
 // attrQuery is one set of hints: endpoint type, tx and rx op flags, tx and
 // rx sizes.
 type attrQuery struct {
-	rdm          bool
-	txFlags      fi.Flags
-	rxFlags      fi.Flags
-	txSize       int
-	rxSize       int
-	declineMatch string // Go declines where C accepts, with a reason containing this
+	rdm     bool
+	txFlags fi.Flags
+	rxFlags fi.Flags
+	txSize  int
+	rxSize  int
 }
 
 func (q attrQuery) String() string {
@@ -88,11 +87,7 @@ func attrQueries() []attrQuery {
 			qs = append(qs, attrQuery{rdm: rdm, txFlags: f})
 		}
 		for _, f := range rxBits {
-			q := attrQuery{rdm: rdm, rxFlags: f}
-			if rdm && f&fi.FlagMultiRecv != 0 {
-				q.declineMatch = "FI_MULTI_RECV" // not implemented: another issue
-			}
-			qs = append(qs, q)
+			qs = append(qs, attrQuery{rdm: rdm, rxFlags: f})
 		}
 		for _, s := range sizes {
 			qs = append(qs, attrQuery{rdm: rdm, txSize: s[0], rxSize: s[1]})
@@ -146,8 +141,8 @@ func cAttrs(t testing.TB, bin string, qs []attrQuery) []attrResult {
 // tx_attr and in rx_attr, and sizes around the maxima. Where C accepts,
 // gofabric must accept and return the same op flags and sizes (the
 // hints' own, or the defaults when the hints leave them 0); where C
-// declines, so must gofabric. One exception: FI_MULTI_RECV on RDM
-// receives, which gofabric declines with its reason (not implemented).
+// declines, so must gofabric (FI_MULTI_RECV in the RDM receive flags
+// included: C's rxm and gofabric's both take it).
 func TestGetInfoAttrsMatchC(t *testing.T) {
 	cleanEnv(t)
 	t.Setenv("FI_TCP_IFACE", "lo")
@@ -158,10 +153,6 @@ func TestGetInfoAttrsMatchC(t *testing.T) {
 		got := goAttrs(t, q)
 		c := want[i]
 		switch {
-		case q.declineMatch != "":
-			require.True(t, c.ok, "%v: C accepts", q)
-			require.False(t, got.ok, "%v: gofabric declines", q)
-			require.ErrorContains(t, got.err, q.declineMatch, "%v", q)
 		case !c.ok:
 			require.False(t, got.ok, "%v: C declines, gofabric accepts: %+v", q, got)
 		default:
@@ -226,9 +217,9 @@ func TestGetInfoAttrs(t *testing.T) {
 		require.ErrorContains(t, got.err, "size -", "%v", q)
 	}
 	got := goAttrs(t, attrQuery{rdm: true, rxFlags: fi.FlagMultiRecv})
-	require.False(t, got.ok)
-	require.ErrorContains(t, got.err, "FI_MULTI_RECV")
-	require.ErrorContains(t, got.err, "not implemented")
+	require.Equal(t, attrResult{ok: true, rxFlags: fi.FlagMultiRecv, txSize: 2048, rxSize: 2048}, got, "FI_MULTI_RECV as the RDM receive default")
+	got = goAttrs(t, attrQuery{rxFlags: fi.FlagMultiRecv})
+	require.False(t, got.ok, "tcp's MSG endpoints have no FI_MULTI_RECV, as C's")
 }
 
 // TestOpenEndpointQueueLimits: an Info asking for queues beyond the
