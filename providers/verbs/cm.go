@@ -75,11 +75,6 @@ func (c *cmChannel) close() {
 	destroyChannel(c.ch)
 }
 
-// IB CM reject reasons an rdma_cm REJECTED event's status carries on
-// InfiniBand and RoCE (IBTA 12.6.7.2).
-const (
-	rejConsumer    = 28 // the peer's application rejected (fi_reject), with its data
-	rejInvalidSID  = 8  // nothing listens on that service (port)
-	rejTimeout     = 1  // no answer
-	rejStaleConnID = 10
-)
+// rejConsumer is the reject reason of the peer application's fi_reject
+// (RejectReason, reject.go), as an rdma_cm REJECTED event's status.
+const rejConsumer = int(RejectConsumer)

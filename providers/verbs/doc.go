@@ -26,8 +26,9 @@
 // parked in C; events copied out of librdmacm and acknowledged at once;
 // ids with a nil context, so that C holds no Go pointer). A refused
 // connection is an fi.ECONNREFUSED error entry whose ProvErrno is the IB
-// CM reject reason: 28 (consumer defined) when the peer's application
-// rejected, with its data in ErrData; another reason (8: nothing listens
+// CM reject reason (RejectReason, every code of the IBTA table):
+// RejectConsumer (28) when the peer's application rejected, with its data
+// in ErrData; another reason (RejectInvalidServiceID, 8: nothing listens
 // on that port) when the transport refused, without data. An unreachable
 // peer gives fi.ETIMEDOUT or fi.EHOSTUNREACH. Data: send,
 // receive, inject within the device's inline size, senddata and RMA
