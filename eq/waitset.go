@@ -42,7 +42,15 @@ import (
 // ready, so every waiter wakes when a member has something. Wait and
 // Ready do not allocate once the set's members are in place (but for
 // the error of an ended context, and for starting the set's one watcher
-// goroutine at the first Wait that blocks, which Close ends).
+// goroutine at the first Wait that blocks, which Close ends). A member
+// whose provider must run progress while the application sleeps (a
+// manual-progress completion queue or counter) may allocate in its own
+// FI_WAIT_FD watcher when a TryWait arms it, as it does for an
+// application that polls its descriptor, and as a blocked SRead does;
+// the set adds nothing to that.
+//
+// Close the set when done: until then it holds an epoll descriptor and,
+// once a Wait blocked, a parked goroutine.
 type WaitSet struct {
 	// mu guards members, closed and the members' ready marks.
 	mu      sync.Mutex
@@ -193,11 +201,15 @@ func (ws *WaitSet) drop(i int) {
 // after every Wait, until the queues say fi.EAGAIN, as after fi_wait.
 func (ws *WaitSet) Wait(ctx context.Context) error {
 	select {
-	case ws.turn <- struct{}{}:
-	case <-ws.done:
-		return fi.EBADF
-	case <-ctx.Done():
-		return fi.ContextError(ctx)
+	case ws.turn <- struct{}{}: // first, so that a ready member wins over an ended ctx
+	default:
+		select {
+		case ws.turn <- struct{}{}:
+		case <-ws.done:
+			return fi.EBADF
+		case <-ctx.Done():
+			return fi.ContextError(ctx)
+		}
 	}
 	defer func() { <-ws.turn }()
 	select { // a wake from before this Wait's own TryWait round

@@ -5,6 +5,8 @@ package eq_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"log"
 	"runtime"
 	"testing"
 	"time"
@@ -12,6 +14,7 @@ import (
 	"github.com/gofabric/gofabric/ep"
 	"github.com/gofabric/gofabric/eq"
 	"github.com/gofabric/gofabric/fi"
+	"github.com/gofabric/gofabric/internal/exampletest"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 	"golang.org/x/sys/unix"
@@ -446,4 +449,63 @@ func TestWaitSetNoAllocs(t *testing.T) {
 	}
 	blocked()
 	require.Zero(t, testing.AllocsPerRun(200, blocked), "Wait that blocks, and Ready")
+}
+
+// TestWaitSetExampleLeaksNothing runs ExampleWaitSet again and requires
+// that it closes everything it opens.
+func TestWaitSetExampleLeaksNothing(t *testing.T) {
+	exampletest.NoLeaks(t, ExampleWaitSet)
+}
+
+// This example waits on an event queue and a counter of the shm
+// provider at once. Both join the set at open (FI_WAIT_SET with the set
+// in their attributes); another goroutine's count change ends the wait,
+// Ready names the counter, and a second Wait, with nothing left to
+// read, ends at its deadline.
+func ExampleWaitSet() {
+	check := func(err error) {
+		if err != nil {
+			log.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	infos, err := fi.GetInfo(ctx, "", "", 0, &fi.Info{EPAttr: &fi.EPAttr{Type: fi.EPTypeRDM},
+		FabricAttr: &fi.FabricAttr{ProvName: "shm"}})
+	check(err)
+	fabric, err := fi.OpenFabric(infos[0])
+	check(err)
+	defer fabric.Close()
+	domain, err := fabric.OpenDomain(infos[0])
+	check(err)
+	defer domain.Close()
+
+	ws, err := eq.NewWaitSet()
+	check(err)
+	defer ws.Close()
+	q, err := eq.OpenEQ(fabric, &eq.Attr{WaitObj: fi.WaitSet, WaitSet: ws})
+	check(err)
+	defer q.Close()
+	c, err := eq.OpenCounter(domain, &eq.CounterAttr{WaitObj: fi.WaitSet, WaitSet: ws})
+	check(err)
+	defer c.Close()
+
+	go func() { _ = c.Add(1) }()
+	check(ws.Wait(ctx))
+	for _, obj := range ws.Ready(nil) {
+		switch obj {
+		case q:
+			fmt.Println("event queue")
+		case c:
+			fmt.Println("counter:", c.Read())
+		}
+	}
+
+	short, cancelShort := context.WithTimeout(ctx, 10*time.Millisecond)
+	defer cancelShort()
+	err = ws.Wait(short)
+	fmt.Println(errors.Is(err, fi.ETIMEDOUT), errors.Is(err, context.DeadlineExceeded))
+	// Output:
+	// counter: 1
+	// true true
 }
