@@ -308,16 +308,22 @@ func (ws *WaitSet) look() (int, error) {
 	return ws.lookLocked(true)
 }
 
-// lookLocked calls every member's TryWait and marks those with something
-// to read; it returns how many are marked. Closed members (fi.EBADF)
-// leave the set; any other error ends the round and is returned,
-// wrapped. mu is held.
+// lookLocked calls the members' TryWait and marks those with something
+// to read; it returns how many are marked. Without clear, a member
+// marked already is not asked again: its TryWait may have reported a
+// change once (a counter's, or a nested set's), which the mark keeps
+// until Ready. Closed members (fi.EBADF) leave the set; any other error
+// ends the round and is returned, wrapped. mu is held.
 func (ws *WaitSet) lookLocked(clear bool) (int, error) {
 	n := 0
 	for i := 0; i < len(ws.members); {
 		m := &ws.members[i]
 		if clear {
 			m.ready = false
+		} else if m.ready {
+			n++
+			i++
+			continue
 		}
 		switch err := m.w.TryWait(); err {
 		case nil:

@@ -509,3 +509,40 @@ func ExampleWaitSet() {
 	// counter: 1
 	// true true
 }
+
+// TestWaitSetConcurrentWaits: two goroutines blocked in Wait on one set
+// both return when a member gets an event that neither has read.
+func TestWaitSetConcurrentWaits(t *testing.T) {
+	noLeaks(t)
+	r := openRig(t, "shm", fi.EPTypeRDM)
+	ws, err := eq.NewWaitSet(r.members()...)
+	require.NoError(t, err)
+	defer ws.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	one, two := waitAsync(ctx, ws), waitAsync(ctx, ws)
+	require.NoError(t, r.evq.Write(&eq.Notify{Kind: eq.EventNotify, Fid: r.evq}))
+	require.NoError(t, <-one)
+	require.NoError(t, <-two)
+}
+
+// TestWaitSetNested: a wait set is an FDWaiter, so it can be a member of
+// another set, whose Wait then wakes for the inner set's members.
+func TestWaitSetNested(t *testing.T) {
+	noLeaks(t)
+	r := openRig(t, "shm", fi.EPTypeRDM)
+	inner, err := eq.NewWaitSet(r.evq, r.cntr)
+	require.NoError(t, err)
+	defer inner.Close()
+	outer, err := eq.NewWaitSet(inner, r.cq)
+	require.NoError(t, err)
+	defer outer.Close()
+	require.Error(t, outer.Add(outer), "a set cannot be its own member")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	done := waitAsync(ctx, outer)
+	require.NoError(t, r.cntr.Add(1))
+	require.NoError(t, <-done)
+	require.Equal(t, []fi.Fid{inner}, outer.Ready(nil))
+	require.Equal(t, []fi.Fid{r.cntr}, inner.Ready(nil))
+}

@@ -1,7 +1,9 @@
 package fabtests
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"runtime"
 	"testing"
 	"time"
@@ -20,7 +22,8 @@ import (
 // group stands alone). set: an eq.WaitSet (fi_wait_open, fi_wait,
 // fi_poll) of an event queue, a completion queue and a counter wakes a
 // blocked Wait for the first of them to get something, and Ready names
-// that one; a connection request and a counted receive wake it too;
+// that one; a connection request and a counted receive wake it too, and
+// no wake-up is lost over 500 messages;
 // members join through the attributes (FI_WAIT_SET), closed members
 // leave; Wait ends at its context's deadline or cancel, and Close wakes
 // it. On Linux only, as FI_WAIT_FD.
@@ -38,6 +41,7 @@ func testWait(t *testing.T, s *suite) {
 		t.Run("set/first/cq", func(t *testing.T) { s.waitSetFirst(t, kind, "cq") })
 		t.Run("set/first/counter", func(t *testing.T) { s.waitSetFirst(t, kind, "counter") })
 		t.Run("set/counted", func(t *testing.T) { s.waitSetCounted(t, kind) })
+		t.Run("set/no-lost-wakeup", func(t *testing.T) { s.waitSetLoop(t, kind, 500) })
 	})
 	s.run(t, "set/connreq", s.waitSetConnReq)
 	s.run(t, "set/deadline", s.waitSetDeadline)
@@ -296,4 +300,54 @@ func (s *suite) waitSetMemberClosed(t *testing.T) {
 	s.waitDone(t, done, "an event after another member closed")
 	require.Equal(t, []fi.Fid{q}, ws.Ready(nil))
 	require.Equal(t, 1, ws.Len(), "the closed member left the set")
+}
+
+// waitSetLoop sends n messages one at a time, each racing the
+// receiver's Wait on a set of an event queue and its completion queue;
+// the receiver blocks only in Wait. A lost wake-up leaves Wait blocked
+// until the suite's timeout.
+func (s *suite) waitSetLoop(t *testing.T, kind string, n int) {
+	a, b := s.openFDSides(t, kind, false)
+	t.Cleanup(func() { closeMRs(a, b) })
+	ws := newWaitSet(t, writableEQ(t, b.fabric), b.cq)
+	next := make(chan int)
+	done := make(chan error, 1)
+	go func() {
+		var err error
+		for i := range next {
+			if err == nil {
+				err = s.sendFD(a, pattern(16, byte(i)), &opCtx{fmt.Sprintf("send %d", i)})
+			}
+		}
+		done <- err
+	}()
+	defer func() {
+		if next != nil { // failed: stop the sender, and say why it stopped
+			close(next)
+			if err := <-done; err != nil {
+				t.Logf("sender: %v", err)
+			}
+		}
+	}()
+	for i := range n {
+		rctx := &opCtx{fmt.Sprintf("recv %d", i)}
+		rbuf := b.postRecv(t, 16, rctx)
+		next <- i
+		for len(b.early) == 0 {
+			ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Timeout)
+			err := ws.Wait(ctx)
+			cancel()
+			require.NoError(t, err, "message %d of %d: Wait (a lost wake-up ends at the suite's timeout)", i, n)
+			_, err = b.read()
+			require.NoError(t, err)
+		}
+		got := b.early[0]
+		b.early = b.early[1:]
+		require.Nil(t, got.err, "receive %d completed with an error entry", i)
+		requireRecv(t, got.c, rctx, 16, recvFlags)
+		require.True(t, bytes.Equal(pattern(16, byte(i)), rbuf), "message %d arrived corrupted", i)
+	}
+	close(next)
+	next = nil
+	require.NoError(t, <-done, "sender")
 }
