@@ -136,6 +136,15 @@ func (ws *WaitSet) Add(obj fi.Fid) error {
 	if ws.closed {
 		return errors.Wrap(fi.EBADF, "eq: wait set: add: the set is closed")
 	}
+	// Members closed since the last look go first: obj's descriptor may
+	// have the number a closed member's had.
+	for i := 0; i < len(ws.members); {
+		if _, err := ws.members[i].w.WaitFD(); err != nil {
+			ws.drop(i)
+			continue
+		}
+		i++
+	}
 	for _, m := range ws.members {
 		if m.fid == obj || m.fd == fd {
 			return errors.Wrapf(fi.EALREADY, "eq: wait set: add %T: already in the set", obj)

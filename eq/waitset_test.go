@@ -546,3 +546,36 @@ func TestWaitSetNested(t *testing.T) {
 	require.Equal(t, []fi.Fid{inner}, outer.Ready(nil))
 	require.Equal(t, []fi.Fid{r.cntr}, inner.Ready(nil))
 }
+
+// TestWaitSetReusedDescriptor: a queue opened after a member closed may
+// get the closed member's descriptor number; it joins the set and wakes
+// it all the same.
+func TestWaitSetReusedDescriptor(t *testing.T) {
+	noLeaks(t)
+	r := openRig(t, "shm", fi.EPTypeRDM)
+	ws, err := eq.NewWaitSet()
+	require.NoError(t, err)
+	defer ws.Close()
+	old, err := eq.OpenEQ(r.fabric, &eq.Attr{WaitObj: fi.WaitFD})
+	require.NoError(t, err)
+	oldFD, err := eq.WaitFD(old)
+	require.NoError(t, err)
+	require.NoError(t, ws.Add(old))
+	require.NoError(t, old.Close())
+	q, err := eq.OpenEQ(r.fabric, &eq.Attr{WaitObj: fi.WaitFD, Flags: fi.FlagWrite})
+	require.NoError(t, err)
+	defer q.Close()
+	fd, err := eq.WaitFD(q)
+	require.NoError(t, err)
+	if fd != oldFD {
+		t.Logf("the new queue got descriptor %d, not the closed one's %d", fd, oldFD)
+	}
+	require.NoError(t, ws.Add(q))
+	require.Equal(t, 1, ws.Len())
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	done := waitAsync(ctx, ws)
+	require.NoError(t, q.Write(&eq.Notify{Kind: eq.EventNotify, Fid: q}))
+	require.NoError(t, <-done)
+	require.Equal(t, []fi.Fid{q}, ws.Ready(nil))
+}
