@@ -181,7 +181,8 @@ func (ws *WaitSet) Remove(obj fi.Fid) error {
 	return errors.Wrapf(fi.ENOENT, "eq: wait set: remove %T: not in the set", obj)
 }
 
-// Len returns the number of members.
+// Len returns the number of members (libfabric has no such call: a C
+// application counts its fi_poll_add calls).
 func (ws *WaitSet) Len() int {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
