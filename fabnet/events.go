@@ -107,7 +107,9 @@ func decide(q eq.EventQueue, ev eq.Event, entry *eq.EQError, herr error) error {
 		if errors.As(herr, &rw) {
 			data = rw.data
 		}
-		_ = pep.Reject(req.Info.Handle, data)
+		if err := pep.Reject(req.Info.Handle, data); err != nil && data != nil {
+			_ = pep.Reject(req.Info.Handle, nil) // data the provider refused (too long): reject without it
+		}
 		return nil
 	}
 	var src fi.Fid
@@ -129,7 +131,8 @@ func decide(q eq.EventQueue, ev eq.Event, entry *eq.EQError, herr error) error {
 // *eq.ConnReq, rejects the request with data as the reject's private data
 // (fi_reject's param; the requester gets it as its error entry's
 // ErrData, with fi.ECONNREFUSED), at most the endpoint's CMDataSize
-// bytes. Wrapping it keeps it working.
+// bytes: when the provider refuses the data, the request is rejected
+// without it. Wrapping it keeps it working.
 func RejectWith(data []byte) error { return &rejectWith{data: data} }
 
 // rejectWith is RejectWith's error.

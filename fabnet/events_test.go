@@ -364,3 +364,24 @@ func TestRejectWith(t *testing.T) {
 	err := fmt.Errorf("busy: %w", fabnet.RejectWith([]byte("later")))
 	require.ErrorIs(t, err, fi.ECONNREFUSED)
 }
+
+// TestHandleEventsRejectTooLong: a reject whose private data the
+// provider refuses (longer than CMDataSize) still rejects, without it.
+func TestHandleEventsRejectTooLong(t *testing.T) {
+	noLeaks(t)
+	r := newCMRig(t)
+	lines := make(log, 8)
+	r.serve(func(ev eq.Event, e *eq.EQError) error {
+		switch ev := ev.(type) {
+		case *eq.ConnReq:
+			return fabnet.RejectWith(make([]byte, 1<<16))
+		case nil:
+			lines <- "error " + r.name(e.Fid) + " " + e.Err.Name() + " " + strconv.Itoa(len(e.ErrData))
+		default:
+			lines <- "unexpected " + ev.Type().String()
+		}
+		return nil
+	})
+	r.client(r.addr, "client", nil)
+	lines.expect(t, "error client FI_ECONNREFUSED 0")
+}
