@@ -310,29 +310,11 @@ func (s *suite) waitSetLoop(t *testing.T, kind string, n int) {
 	a, b := s.openFDSides(t, kind, false)
 	t.Cleanup(func() { closeMRs(a, b) })
 	ws := newWaitSet(t, writableEQ(t, b.fabric), b.cq)
-	next := make(chan int)
-	done := make(chan error, 1)
-	go func() {
-		var err error
-		for i := range next {
-			if err == nil {
-				err = s.sendFD(a, pattern(16, byte(i)), &opCtx{fmt.Sprintf("send %d", i)})
-			}
-		}
-		done <- err
-	}()
-	defer func() {
-		if next != nil { // failed: stop the sender, and say why it stopped
-			close(next)
-			if err := <-done; err != nil {
-				t.Logf("sender: %v", err)
-			}
-		}
-	}()
+	m := s.startMessenger(t, a)
 	for i := range n {
 		rctx := &opCtx{fmt.Sprintf("recv %d", i)}
 		rbuf := b.postRecv(t, 16, rctx)
-		next <- i
+		m.next <- i
 		for len(b.early) == 0 {
 			ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Timeout)
 			err := ws.Wait(ctx)
@@ -347,7 +329,5 @@ func (s *suite) waitSetLoop(t *testing.T, kind string, n int) {
 		requireRecv(t, got.c, rctx, 16, recvFlags)
 		require.True(t, bytes.Equal(pattern(16, byte(i)), rbuf), "message %d arrived corrupted", i)
 	}
-	close(next)
-	next = nil
-	require.NoError(t, <-done, "sender")
+	require.NoError(t, m.stop(), "sender")
 }
