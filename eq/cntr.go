@@ -21,8 +21,14 @@ type CounterAttr struct {
 	Events CounterEvents
 	// WaitObj is the wait object: fi.WaitNone for Wait only,
 	// fi.WaitFD for a descriptor to poll as well (FDWaiter), made at
-	// open; fi.WaitUnspec makes it at the first WaitFD or TryWait.
+	// open; fi.WaitUnspec makes it at the first WaitFD or TryWait;
+	// fi.WaitSet puts the counter into WaitSet (FI_WAIT_SET).
 	WaitObj fi.WaitObj
+	// WaitSet is the wait set the counter joins when WaitObj is
+	// fi.WaitSet (fi_cntr_attr.wait_set); ignored otherwise.
+	// OpenCounter adds it to the set and asks the provider for an
+	// fi.WaitFD counter.
+	WaitSet *WaitSet
 	Flags   fi.Flags
 }
 
@@ -56,7 +62,7 @@ type CounterOpener interface {
 }
 
 // OpenCounter opens a counter on d (fi_cntr_open). It returns ENOSYS when
-// the domain has none.
+// the domain has none. With WaitObj fi.WaitSet it does what OpenEQ does.
 func OpenCounter(d fi.Domain, attr *CounterAttr) (Counter, error) {
 	o, ok := d.(CounterOpener)
 	if !ok {
@@ -65,5 +71,10 @@ func OpenCounter(d fi.Domain, attr *CounterAttr) (Counter, error) {
 	if attr == nil {
 		attr = &CounterAttr{}
 	}
-	return o.OpenCounter(attr)
+	if attr.WaitObj != fi.WaitSet {
+		return o.OpenCounter(attr)
+	}
+	a := *attr
+	a.WaitObj, a.WaitSet = fi.WaitFD, nil
+	return openInSet(attr.WaitSet, "counter", func() (Counter, error) { return o.OpenCounter(&a) })
 }

@@ -50,8 +50,13 @@ type CQAttr struct {
 	Format CQFormat
 	// WaitObj is the wait object: fi.WaitNone for SRead only,
 	// fi.WaitFD for a descriptor to poll as well (FDWaiter), made at
-	// open; fi.WaitUnspec makes it at the first WaitFD or TryWait.
-	WaitObj         fi.WaitObj
+	// open; fi.WaitUnspec makes it at the first WaitFD or TryWait;
+	// fi.WaitSet puts the queue into WaitSet (FI_WAIT_SET).
+	WaitObj fi.WaitObj
+	// WaitSet is the wait set the queue joins when WaitObj is fi.WaitSet
+	// (fi_cq_attr.wait_set); ignored otherwise. OpenCQ adds it to the set
+	// and asks the provider for an fi.WaitFD object.
+	WaitSet         *WaitSet
 	SignalingVector int
 	WaitCond        WaitCond
 }
@@ -142,7 +147,7 @@ type CQOpener interface {
 }
 
 // OpenCQ opens a completion queue on d (fi_cq_open). It returns ENOSYS when
-// the domain has none.
+// the domain has none. With WaitObj fi.WaitSet it does what OpenEQ does.
 func OpenCQ(d fi.Domain, attr *CQAttr) (CompletionQueue, error) {
 	o, ok := d.(CQOpener)
 	if !ok {
@@ -151,5 +156,10 @@ func OpenCQ(d fi.Domain, attr *CQAttr) (CompletionQueue, error) {
 	if attr == nil {
 		attr = &CQAttr{}
 	}
-	return o.OpenCQ(attr)
+	if attr.WaitObj != fi.WaitSet {
+		return o.OpenCQ(attr)
+	}
+	a := *attr
+	a.WaitObj, a.WaitSet = fi.WaitFD, nil
+	return openInSet(attr.WaitSet, "cq", func() (CompletionQueue, error) { return o.OpenCQ(&a) })
 }

@@ -25,6 +25,31 @@
 // TryWait (fi_trywait) before every wait: it blocks only when TryWait
 // returns nil, and reads the queues after every wakeup. See FDWaiter.
 //
+// # Waiting on several queues
+//
+// A WaitSet (fi_wait_open(3), fi_wait, fi_poll) waits on several event
+// queues, completion queues and counters at once, with a context:
+// Wait(ctx) returns when one of them may have something to read, Ready
+// says which, and the application reads those. Members join with
+// NewWaitSet, Add, or at open with WaitObj fi.WaitSet and the set in the
+// attributes' WaitSet field (FI_WAIT_SET with fi_cq_attr.wait_set). A
+// set is built on the members' wait descriptors, so it works over every
+// provider's queues, and a blocked Wait parks a goroutine on the
+// runtime's netpoller, not an OS thread:
+//
+//	ws, err := eq.NewWaitSet(evq, cq, cntr)
+//	...
+//	defer ws.Close()
+//	var ready []fi.Fid
+//	for {
+//		if err := ws.Wait(ctx); err != nil {
+//			return err // the context's end, or the set closed
+//		}
+//		for _, obj := range ws.Ready(ready[:0]) {
+//			... // read obj until it says fi.EAGAIN
+//		}
+//	}
+//
 // # Closing
 //
 // A queue or counter that endpoints are bound to cannot close: Close

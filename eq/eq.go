@@ -16,8 +16,13 @@ type Attr struct {
 	Flags fi.Flags
 	// WaitObj is the wait object: fi.WaitNone for SRead only,
 	// fi.WaitFD for a descriptor to poll as well (FDWaiter), made at
-	// open; fi.WaitUnspec makes it at the first WaitFD or TryWait.
-	WaitObj         fi.WaitObj
+	// open; fi.WaitUnspec makes it at the first WaitFD or TryWait;
+	// fi.WaitSet puts the queue into WaitSet (FI_WAIT_SET).
+	WaitObj fi.WaitObj
+	// WaitSet is the wait set the queue joins when WaitObj is fi.WaitSet
+	// (fi_eq_attr.wait_set); ignored otherwise. OpenEQ adds it to the set
+	// and asks the provider for an fi.WaitFD object.
+	WaitSet         *WaitSet
 	SignalingVector int
 }
 
@@ -56,7 +61,9 @@ type EQOpener interface {
 }
 
 // OpenEQ opens an event queue on fabric f (fi_eq_open). It returns ENOSYS
-// when the fabric has no event queues.
+// when the fabric has no event queues. With WaitObj fi.WaitSet it opens
+// the queue with fi.WaitFD and adds it to attr.WaitSet (fi.EINVAL when
+// that is nil, as C's providers answer), closing it again when Add fails.
 func OpenEQ(f fi.Fabric, attr *Attr) (EventQueue, error) {
 	o, ok := f.(EQOpener)
 	if !ok {
@@ -65,5 +72,30 @@ func OpenEQ(f fi.Fabric, attr *Attr) (EventQueue, error) {
 	if attr == nil {
 		attr = &Attr{}
 	}
-	return o.OpenEQ(attr)
+	if attr.WaitObj != fi.WaitSet {
+		return o.OpenEQ(attr)
+	}
+	a := *attr
+	a.WaitObj, a.WaitSet = fi.WaitFD, nil
+	return openInSet(attr.WaitSet, "eq", func() (EventQueue, error) { return o.OpenEQ(&a) })
+}
+
+// openInSet opens an object for the wait object fi.WaitSet with open,
+// which asks the provider for fi.WaitFD, and adds it to ws (fi_cq_attr's
+// wait_set, and fi_eq_attr's and fi_cntr_attr's).
+func openInSet[T fi.Fid](ws *WaitSet, what string, open func() (T, error)) (T, error) {
+	var zero T
+	if ws == nil {
+		return zero, errors.WithHint(errors.Wrapf(fi.EINVAL, "eq: open %s: wait object FI_WAIT_SET without a wait set", what),
+			"set the attributes' WaitSet to a set from eq.NewWaitSet")
+	}
+	obj, err := open()
+	if err != nil {
+		return zero, err
+	}
+	if err := ws.Add(obj); err != nil {
+		_ = obj.Close()
+		return zero, errors.Wrapf(err, "eq: open %s", what)
+	}
+	return obj, nil
 }

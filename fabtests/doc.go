@@ -28,6 +28,15 @@
 //     quiet after TryWait, readable when a message arrives while the
 //     application sleeps in poll, fi.EAGAIN while entries wait, no wake-up
 //     lost over 1000 messages, Close waking a blocked poll.
+//   - wait: wait objects (fi_poll(3)) on Linux: an FI_WAIT_FD descriptor
+//     readable on an event, a count and each endpoint type's completion;
+//     an eq.WaitSet (fi_wait_open, fi_wait, fi_poll) of an event queue, a
+//     completion queue and a counter waking a blocked Wait for the first
+//     of them to get something, with Ready naming that one, for each
+//     endpoint type, and for a counted receive and a connection request;
+//     members joining through WaitObj fi.WaitSet (FI_WAIT_SET), closed
+//     members leaving; Wait ending at its context's deadline and cancel,
+//     and at Close.
 //   - cm: connection management over FI_EP_MSG (fi_cm(3)): connect and
 //     accept with private data, reject, shutdown from either or both
 //     sides and abrupt close (one eq.Shutdown per endpoint), names and

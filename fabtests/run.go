@@ -68,6 +68,7 @@ var groups = []group{
 	{"unit/av", testAV},
 	{"unit/mr", testMR},
 	{"unit/waitfd", testWaitFD},
+	{"wait", testWait},
 	{"cm", testCM},
 	{"msg", testMsg},
 	{"rdm", testRDM},

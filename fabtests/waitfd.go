@@ -390,38 +390,60 @@ func (s *suite) waitFDMessageCounter(t *testing.T, kind string) {
 func (s *suite) waitFDLoop(t *testing.T, kind string, n int) {
 	a, b := s.openFDSides(t, kind, false)
 	t.Cleanup(func() { closeMRs(a, b) })
-	next := make(chan int)
-	done := make(chan error, 1)
-	go func() {
-		var err error
-		for i := range next {
-			if err == nil {
-				err = s.sendFD(a, pattern(16, byte(i)), &opCtx{fmt.Sprintf("send %d", i)})
-			}
-		}
-		done <- err
-	}()
-	defer func() {
-		if next != nil { // failed: stop the sender, and say why it stopped
-			close(next)
-			if err := <-done; err != nil {
-				t.Logf("sender: %v", err)
-			}
-		}
-	}()
+	m := s.startMessenger(t, a)
 	for i := range n {
 		rctx := &opCtx{fmt.Sprintf("recv %d", i)}
 		rbuf := b.postRecv(t, 16, rctx)
-		next <- i
+		m.next <- i
 		got, err := s.waitEntries(b, 1)
 		require.NoError(t, err, "message %d of %d", i, n)
 		require.Nil(t, got[0].err, "receive %d completed with an error entry", i)
 		requireRecv(t, got[0].c, rctx, 16, recvFlags)
 		require.True(t, bytes.Equal(pattern(16, byte(i)), rbuf), "message %d arrived corrupted", i)
 	}
-	close(next)
-	next = nil
-	require.NoError(t, <-done, "sender")
+	require.NoError(t, m.stop(), "sender")
+}
+
+// messenger is a goroutine that sends message i (pattern(16, i)) from
+// one side each time i comes on next, waiting for each send's
+// completion on the side's descriptor: the peer of the tests that race
+// a receiver's wait against every message.
+type messenger struct {
+	next    chan int
+	done    chan error
+	stopped bool
+}
+
+// startMessenger starts a messenger sending from a; if the test ends
+// before stop, it is stopped then, and its error logged.
+func (s *suite) startMessenger(t testing.TB, a *fdSide) *messenger {
+	m := &messenger{next: make(chan int), done: make(chan error, 1)}
+	go func() {
+		var err error
+		for i := range m.next {
+			if err == nil {
+				err = s.sendFD(a, pattern(16, byte(i)), &opCtx{fmt.Sprintf("send %d", i)})
+			}
+		}
+		m.done <- err
+	}()
+	t.Cleanup(func() {
+		if err := m.stop(); err != nil && t.Failed() {
+			t.Logf("sender: %v", err)
+		}
+	})
+	return m
+}
+
+// stop ends the messenger and returns its first send error; later
+// calls return nil.
+func (m *messenger) stop() error {
+	if m.stopped {
+		return nil
+	}
+	m.stopped = true
+	close(m.next)
+	return <-m.done
 }
 
 // waitFDClose: closing the CQ (after its endpoint) wakes a thread blocked

@@ -13,6 +13,6 @@ import (
 // messages, RMA, closing, concurrency, bad input, the ways an
 // application waits, a killed peer and connection bursts.
 func TestConformanceRDM(t *testing.T) {
-	fabtests.Run(t, fabtests.Config{Provider: testName, Groups: []string{"rdm", "tagged", "rma/rdm", "atomic", "multi-recv", "close", "unit/waitfd",
+	fabtests.Run(t, fabtests.Config{Provider: testName, Groups: []string{"rdm", "tagged", "rma/rdm", "atomic", "multi-recv", "close", "unit/waitfd", "wait",
 		"close-while-waiting", "concurrency", "badinput", "peer-killed", "wait-sizes", "burst"}})
 }

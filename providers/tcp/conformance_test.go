@@ -15,5 +15,5 @@ import (
 func TestConformance(t *testing.T) {
 	cleanEnv(t)
 	fabtests.Run(t, fabtests.Config{Provider: "tcp", Groups: []string{"unit", "cm", "msg", "rdm", "tagged", "multi-recv", "rma", "atomic", "close", "concurrency", "badinput", "faults",
-		"close-while-waiting", "wait-sizes", "peer-killed", "burst"}})
+		"wait", "close-while-waiting", "wait-sizes", "peer-killed", "burst"}})
 }

@@ -15,5 +15,5 @@ import (
 // (the domain has neither, as in C).
 func TestConformance(t *testing.T) {
 	cleanEnv(t)
-	fabtests.Run(t, fabtests.Config{Provider: "udp", Groups: []string{"unit", "dgram", "multicast", "close-while-waiting", "wait-sizes"}})
+	fabtests.Run(t, fabtests.Config{Provider: "udp", Groups: []string{"unit", "wait", "dgram", "multicast", "close-while-waiting", "wait-sizes"}})
 }
