@@ -57,6 +57,12 @@
 // buffer stays in the provider's use until it does or the endpoint
 // closes. A receive that completed meanwhile is returned, not lost.
 //
+// On providers whose data progress is manual (FI_PROGRESS_MANUAL: shm,
+// tcp;ofi_rxm), an endpoint moves data only while a call reads its
+// queues, as in libfabric: the target of Read and Write answers while it
+// waits in a blocking call (a Recv for the message that says the peer is
+// done, say) or polls its queues.
+//
 // The blocking calls own the endpoint's completion queues: a program that
 // mixes them with operations of its own on the same endpoint must not
 // read those queues itself, and its own completions are dropped. Calls of

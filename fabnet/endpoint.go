@@ -15,16 +15,18 @@ import (
 // before they sleep in its blocking read, when EndpointConfig.Spin is
 // zero: longer than a small message's round trip over tcp on loopback
 // (about 15 µs), and about what one wake-up of a sleeping thread costs on
-// the virtual machines gofabric is measured on (docs: perf-anchors).
+// the virtual machines gofabric is measured on (10 to 60 µs; README,
+// Performance).
 const DefaultSpin = 50 * time.Microsecond
 
 // EndpointConfig tunes the objects NewEndpoint, Dial, Listen and OpenRDM
 // open. The zero value (and a nil *EndpointConfig) is ready to use. It
 // plays the part of the rdma_create_ep(3) qp_init_attr argument.
 type EndpointConfig struct {
-	// Hints are fi_getinfo(3)'s hints for NewEndpoint (nil: an FI_EP_RDM
-	// endpoint with FI_MSG). Dial and Listen take theirs from the Dialer
-	// and the ListenConfig.
+	// Hints are fi_getinfo(3)'s hints for NewEndpoint: nil asks for an
+	// FI_EP_RDM endpoint with FI_MSG, and hints without an endpoint type
+	// get FI_EP_RDM. Dial and Listen take theirs from the Dialer and the
+	// ListenConfig.
 	Hints *fi.Info
 	// Flags are NewEndpoint's fi_getinfo flags: fi.FlagSource makes node
 	// and service the endpoint's own address rather than a peer's.

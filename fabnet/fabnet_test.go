@@ -84,6 +84,32 @@ func noLeaks(t *testing.T) {
 	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
 }
 
+// TestReadmeEcho keeps the README's section "Go-native API" showing
+// Example_tcpEcho, doc comment included, word for word.
+func TestReadmeEcho(t *testing.T) {
+	src, err := os.ReadFile("example_test.go")
+	require.NoError(t, err)
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, "example_test.go", src, parser.ParseComments)
+	require.NoError(t, err)
+	var want string
+	for _, d := range f.Decls {
+		if fn, ok := d.(*ast.FuncDecl); ok && fn.Name.Name == "Example_tcpEcho" {
+			want = string(src[fset.Position(fn.Doc.Pos()).Offset:fset.Position(fn.End()).Offset]) + "\n"
+		}
+	}
+	require.NotEmpty(t, want, "Example_tcpEcho")
+	readme, err := os.ReadFile("../README.md")
+	require.NoError(t, err)
+	_, section, ok := strings.Cut(string(readme), "\n## Go-native API\n")
+	require.True(t, ok, "README.md has no section Go-native API")
+	_, code, ok := strings.Cut(section, "\n```go\n")
+	require.True(t, ok, "the section has no Go code block")
+	code, _, ok = strings.Cut(code, "\n```\n")
+	require.True(t, ok, "the code block does not end")
+	require.Equal(t, want, code+"\n", "README.md's echo differs from Example_tcpEcho")
+}
+
 // ctxFor returns a context that bounds a failing test.
 func ctxFor(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

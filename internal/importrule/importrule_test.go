@@ -56,7 +56,7 @@ func layer(path string) (rank int, name string) {
 // (fabnet: Dial, Listen, one-call endpoints), which is built on the
 // public model only: it may import fi, eq and ep of this module, never
 // kit or a provider, so that whatever it needs and they lack is fixed in
-// them (docs: ARCHITECTURE.md §1).
+// them (docs/architecture.md, §1).
 func applicationLayer(path string) bool {
 	rel := strings.TrimPrefix(strings.TrimPrefix(path, module), "/")
 	return rel == "fabnet" || strings.HasPrefix(rel, "fabnet/")
