@@ -141,6 +141,30 @@ type CompletionQueue interface {
 	SRead(ctx context.Context, entries []Completion) (int, error)
 }
 
+// SReadFromer is implemented by completion queues whose blocking read also
+// reports sources: the Go form of fi_cq_sreadfrom(3), which is to SRead
+// what ReadFrom is to Read. An application that blocks for receives on an
+// endpoint with FI_SOURCE needs it: SRead consumes the entries it returns
+// and their sources with them. The framework's queue (kit.CQ) implements
+// it, so every provider built on the kit has it.
+type SReadFromer interface {
+	// SReadFrom waits as SRead does and fills src[i] with the source of
+	// entries[i] as ReadFrom does (fi_cq_sreadfrom); src must be at
+	// least as long as entries (fi.EINVAL otherwise).
+	SReadFrom(ctx context.Context, entries []Completion, src []fi.Addr) (int, error)
+}
+
+// SReadFrom is fi_cq_sreadfrom(3): q's SReadFrom, or an error with
+// fi.ENOSYS in its chain when q has none (an application then polls
+// ReadFrom instead).
+func SReadFrom(ctx context.Context, q CompletionQueue, entries []Completion, src []fi.Addr) (int, error) {
+	s, ok := q.(SReadFromer)
+	if !ok {
+		return 0, errors.Wrapf(fi.ENOSYS, "eq: cq sreadfrom: %T has no blocking ReadFrom", q)
+	}
+	return s.SReadFrom(ctx, entries, src)
+}
+
 // CQOpener is implemented by domains that open completion queues.
 type CQOpener interface {
 	OpenCQ(attr *CQAttr) (CompletionQueue, error)

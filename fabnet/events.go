@@ -1,4 +1,3 @@
-// Package fabnet is gofabric's Go-native layer over fi, eq and ep.
 package fabnet
 
 import (

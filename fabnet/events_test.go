@@ -18,15 +18,7 @@ import (
 	"github.com/gofabric/gofabric/fi"
 	_ "github.com/gofabric/gofabric/providers/tcp"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 )
-
-// noLeaks checks, after everything else the test registered for its
-// cleanup, that the test left no goroutine behind.
-func noLeaks(t *testing.T) {
-	ignore := goleak.IgnoreCurrent()
-	t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
-}
 
 // cmRig is a tcp fabric with one event queue that a listening passive
 // endpoint and every endpoint of the test, accepting and connecting
@@ -185,12 +177,12 @@ func (r *cmRig) refusedAddr() []byte {
 	return infos[0].DestAddr
 }
 
-// log is what a handler saw, one line per entry, delivered as they come.
-type log chan string
+// eventLog is what a handler saw, one line per entry, delivered as they come.
+type eventLog chan string
 
 // expect takes the next n lines and requires them to be want, in any
 // order within the batch (events of two endpoints of one step race).
-func (l log) expect(t *testing.T, want ...string) []string {
+func (l eventLog) expect(t *testing.T, want ...string) []string {
 	t.Helper()
 	var got []string
 	for range want {
@@ -213,7 +205,7 @@ func (l log) expect(t *testing.T, want ...string) []string {
 func TestHandleEventsOrder(t *testing.T) {
 	noLeaks(t)
 	r := newCMRig(t)
-	lines := make(log, 64)
+	lines := make(eventLog, 64)
 	var all []string
 	var handlerErr error
 	r.serve(func(ev eq.Event, e *eq.EQError) error {
@@ -275,7 +267,7 @@ func TestHandleEventsOrder(t *testing.T) {
 func TestHandleEventsErrorClosesSource(t *testing.T) {
 	noLeaks(t)
 	r := newCMRig(t)
-	lines := make(log, 64)
+	lines := make(eventLog, 64)
 	var srv ep.Endpoint
 	r.serve(func(ev eq.Event, e *eq.EQError) error {
 		switch ev := ev.(type) {
@@ -370,7 +362,7 @@ func TestRejectWith(t *testing.T) {
 func TestHandleEventsRejectTooLong(t *testing.T) {
 	noLeaks(t)
 	r := newCMRig(t)
-	lines := make(log, 8)
+	lines := make(eventLog, 8)
 	r.serve(func(ev eq.Event, e *eq.EQError) error {
 		switch ev := ev.(type) {
 		case *eq.ConnReq:

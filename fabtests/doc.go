@@ -162,6 +162,18 @@
 //     at once and all are accepted, and as many RDM peers send their
 //     first message to one endpoint at once with no error but
 //     fi.EAGAIN reaching them.
+//   - context: the calls of package fabnet that take a context. Over
+//     FI_EP_MSG, where offered: Dial, Listen and Accept with private data
+//     both ways; a Dial nobody answers ends at its deadline
+//     (context.DeadlineExceeded and fi.ETIMEDOUT), a cancelled one at
+//     once; rejects with and without data arrive as
+//     *fabnet.RejectedError; an error from ListenConfig.OnRequest
+//     rejects and Accept goes on; Accept ends at its deadline and when
+//     the listener closes (net.ErrClosed). On every endpoint type
+//     offered (FI_EP_MSG, FI_EP_RDM, FI_EP_DGRAM): blocking Send and
+//     Recv with a deadline that passes (the receive's buffer given back
+//     untouched, a send with an ended context posting nothing) and one
+//     that does not, and Close waking a waiting Recv.
 //
 // # Two processes
 //

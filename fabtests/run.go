@@ -87,6 +87,7 @@ var groups = []group{
 	{"wait-sizes", testWaitSizes},
 	{"peer-killed", testPeerKilled},
 	{"burst", testBurst},
+	{"context", testContext},
 }
 
 // Groups returns the names of the suite's groups, in the order Run runs

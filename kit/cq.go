@@ -66,6 +66,7 @@ type cqEntry struct {
 var (
 	_ eq.CompletionQueue = (*CQ)(nil)
 	_ eq.FDWaiter        = (*CQ)(nil)
+	_ eq.SReadFromer     = (*CQ)(nil)
 )
 
 // NewCQ returns an open CQ for attr (fi_cq_open's checks of struct
@@ -286,9 +287,24 @@ func (q *CQ) ReadErr() (*eq.CQError, error) {
 // which is both context.DeadlineExceeded and fi.ETIMEDOUT, or both
 // context.Canceled and fi.ECANCELED.
 func (q *CQ) SRead(ctx context.Context, entries []eq.Completion) (int, error) {
+	return q.sread(ctx, entries, nil)
+}
+
+// SReadFrom is the blocking ReadFrom (fi_cq_sreadfrom; eq.SReadFromer):
+// SRead that also stores each completion's source address in src. It
+// returns bare fi.EINVAL when src is shorter than entries.
+func (q *CQ) SReadFrom(ctx context.Context, entries []eq.Completion, src []fi.Addr) (int, error) {
+	if len(src) < len(entries) {
+		return 0, fi.EINVAL
+	}
+	return q.sread(ctx, entries, src)
+}
+
+// sread is SRead, with sources when src is not nil.
+func (q *CQ) sread(ctx context.Context, entries []eq.Completion, src []fi.Addr) (int, error) {
 	for {
 		r := q.h.arm(ctx)
-		n, err := q.Read(entries)
+		n, err := q.read(entries, src)
 		if err != fi.EAGAIN {
 			q.h.disarm(r)
 			return n, err

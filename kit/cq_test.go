@@ -220,6 +220,29 @@ func TestCQCloseRules(t *testing.T) {
 	require.Equal(t, fi.EBADF, err)
 }
 
+// TestCQSReadFrom: the blocking ReadFrom (fi_cq_sreadfrom) waits like
+// SRead and keeps each completion's source; a short src is fi.EINVAL.
+func TestCQSReadFrom(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		q := newCQ(t, nil)
+		buf, src := make([]eq.Completion, 2), make([]fi.Addr, 2)
+		ch := goAsync(func() (int, error) { return q.SReadFrom(t.Context(), buf, src) })
+		requireBlocked(t, ch)
+		require.NoError(t, q.Complete(comp(1), 7))
+		o := requireReturned(t, ch)
+		require.NoError(t, o.err)
+		require.Equal(t, 1, o.v)
+		require.Equal(t, fi.Addr(7), src[0])
+		_, err := q.SReadFrom(t.Context(), buf, src[:1])
+		require.Equal(t, fi.EINVAL, err)
+		require.NoError(t, q.Complete(comp(2), 8))
+		n, err := eq.SReadFrom(t.Context(), q, buf, src)
+		require.NoError(t, err)
+		require.Equal(t, 1, n)
+		require.Equal(t, fi.Addr(8), src[0])
+	})
+}
+
 func TestCQSRead(t *testing.T) {
 	defer goleak.VerifyNone(t)
 

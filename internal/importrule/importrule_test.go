@@ -1,6 +1,7 @@
 // Package importrule holds the repository-wide test of the layering rule:
 // fi <- eq <- ep <- kit <- utility providers (providers/rxm) <- the
-// other providers, with fabtests and cmd on top, and cgo only in
+// other providers, with fabtests and cmd on top; the application layer
+// (fabnet) beside them, built on fi, eq and ep only; and cgo only in
 // providers/verbs and cmd/gofabric-fi (the C libfabric provider library,
 // which is C's ops tables over the Go API). A utility provider layers
 // over other providers through the public API only; a provider may
@@ -44,9 +45,40 @@ func layer(path string) (rank int, name string) {
 		return 4, "utility providers"
 	case strings.HasPrefix(rel, "providers/") && rel != "providers/all":
 		return 5, "providers"
+	case rel == "fabnet" || strings.HasPrefix(rel, "fabnet/"):
+		return 6, "application layer"
 	default: // fabtests, cmd, tools: may import anything
 		return 6, rel
 	}
+}
+
+// applicationLayer reports whether path is in the application layer
+// (fabnet: Dial, Listen, one-call endpoints), which is built on the
+// public model only: it may import fi, eq and ep of this module, never
+// kit or a provider, so that whatever it needs and they lack is fixed in
+// them (docs/architecture.md, §1).
+func applicationLayer(path string) bool {
+	rel := strings.TrimPrefix(strings.TrimPrefix(path, module), "/")
+	return rel == "fabnet" || strings.HasPrefix(rel, "fabnet/")
+}
+
+func TestApplicationLayer(t *testing.T) {
+	found := false
+	for _, p := range listPackages(t) {
+		if !applicationLayer(p.ImportPath) {
+			continue
+		}
+		found = true
+		for _, d := range p.Deps {
+			if !strings.HasPrefix(d, module+"/") || applicationLayer(d) {
+				continue
+			}
+			if rank, name := layer(d); rank > 2 {
+				t.Errorf("%s (application layer) imports %s (%s): it is built on fi, eq and ep only", p.ImportPath, d, name)
+			}
+		}
+	}
+	require.True(t, found, "no application layer package (fabnet) found")
 }
 
 func listPackages(t *testing.T) []pkg {
@@ -99,7 +131,7 @@ func TestLayerRanks(t *testing.T) {
 	for path, want := range map[string]int{
 		module + "/fi": 0, module + "/eq": 1, module + "/ep": 2,
 		module + "/kit": 3, module + "/internal/rxmwire": 3, module + "/providers/rxm": 4,
-		module + "/providers/tcp": 5, module + "/fabtests": 6, module + "/cmd/fi_info": 6,
+		module + "/providers/tcp": 5, module + "/fabtests": 6, module + "/cmd/fi_info": 6, module + "/fabnet": 6,
 	} {
 		got, _ := layer(path)
 		require.Equal(t, want, got, path)

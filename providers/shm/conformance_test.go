@@ -11,7 +11,8 @@ import (
 
 // TestConformance runs the conformance suite's unit (AV included), rdm,
 // tagged, multi-recv, rma, close, concurrency, badinput and faults groups, and the
-// waiting groups (close-while-waiting, wait-sizes, peer-killed) and burst, on the
+// waiting groups (close-while-waiting, wait-sizes, peer-killed), burst and
+// context (fabnet's blocking calls on FI_EP_RDM; the FI_EP_MSG part skips), on the
 // provider, in one process and across two, and checks that this process
 // left no inbox or doorbell behind (the suite checks goroutines and
 // descriptors itself).
@@ -19,7 +20,7 @@ func TestConformance(t *testing.T) {
 	// Burst is the inbox's 32 entries: a 33rd sender waits (fi.EAGAIN)
 	// until one is free, a documented limit of the provider.
 	fabtests.Run(t, fabtests.Config{Provider: "shm", Groups: []string{"unit", "rdm", "tagged", "multi-recv", "rma", "atomic", "close", "concurrency", "badinput", "faults",
-		"wait", "close-while-waiting", "wait-sizes", "peer-killed", "burst"}, Burst: 32})
+		"wait", "close-while-waiting", "wait-sizes", "peer-killed", "burst", "context"}, Burst: 32})
 	require.Empty(t, leftovers(), "region files left behind")
 }
 

@@ -1,0 +1,480 @@
+package fabnet
+
+import (
+	"context"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/cockroachdb/errors"
+	"github.com/gofabric/gofabric/eq"
+	"github.com/gofabric/gofabric/fi"
+)
+
+// The blocking operations: each posts one asynchronous operation whose
+// context is a *op from the queue's free list (a pointer in an any does
+// not allocate), then polls the queue for DefaultSpin or
+// EndpointConfig.Spin, then sleeps in its blocking read. A completion's
+// context leads back to its op.
+
+// Send sends buf on a connected endpoint and waits until it completes
+// (fi_send(3), then fi_cq_sread(3) on the send queue; net.Conn's Write
+// with a context instead of a deadline). See the package documentation
+// for what happens when ctx ends first.
+func (e *Endpoint) Send(ctx context.Context, buf []byte) error {
+	return e.SendTo(ctx, buf, fi.AddrUnspec)
+}
+
+// SendTo sends buf to dest, an fi.Addr from Insert, and waits until it
+// completes (fi_send(3) on an unconnected endpoint; net.PacketConn's
+// WriteTo).
+func (e *Endpoint) SendTo(ctx context.Context, buf []byte, dest fi.Addr) error {
+	a := args{kind: opSend, buf: buf, addr: dest}
+	_, _, err := e.do(ctx, &e.tx, &a)
+	return err
+}
+
+// Recv posts buf as a receive buffer and waits for a message (fi_recv(3),
+// then fi_cq_sread(3) on the receive queue; net.Conn's Read). It returns
+// the message's length; a message longer than buf is truncated and
+// reported with an error matching fi.ETRUNC.
+func (e *Endpoint) Recv(ctx context.Context, buf []byte) (int, error) {
+	n, _, err := e.RecvFrom(ctx, buf)
+	return n, err
+}
+
+// RecvFrom is Recv on an unconnected endpoint that also returns the
+// sender's fi.Addr (fi_recv(3), then fi_cq_sreadfrom(3); net.PacketConn's
+// ReadFrom): fi.AddrUnspec when the endpoint was opened without
+// FI_SOURCE or the sender is not in the address vector.
+func (e *Endpoint) RecvFrom(ctx context.Context, buf []byte) (int, fi.Addr, error) {
+	a := args{kind: opRecv, buf: buf, addr: fi.AddrUnspec}
+	c, src, err := e.do(ctx, &e.rx, &a)
+	return c.Len, src, err
+}
+
+// TSend sends buf with tag to dest (fi.AddrUnspec on a connected
+// endpoint) and waits until it completes (fi_tsend(3)). The endpoint
+// needs FI_TAGGED (OpenRDM asks for it).
+func (e *Endpoint) TSend(ctx context.Context, buf []byte, dest fi.Addr, tag uint64) error {
+	a := args{kind: opTSend, buf: buf, addr: dest, tag: tag}
+	_, _, err := e.do(ctx, &e.tx, &a)
+	return err
+}
+
+// TRecv posts buf for a message from src (fi.AddrUnspec: any sender)
+// whose tag matches tag in the bits that ignore leaves clear, and waits
+// for it (fi_trecv(3)). It returns the message's length and tag.
+func (e *Endpoint) TRecv(ctx context.Context, buf []byte, src fi.Addr, tag, ignore uint64) (int, uint64, error) {
+	a := args{kind: opTRecv, buf: buf, addr: src, tag: tag, ignore: ignore}
+	c, _, err := e.do(ctx, &e.rx, &a)
+	return c.Len, c.Tag, err
+}
+
+// Read reads len(buf) bytes of the peer's registered memory at addr,
+// under the memory region key, into buf and waits until it completes
+// (fi_read(3)); src is the peer's fi.Addr, fi.AddrUnspec on a connected
+// endpoint. addr is an offset into the region, or a virtual address
+// where the domain's MR mode has FI_MR_VIRT_ADDR (fi_mr(3)).
+func (e *Endpoint) Read(ctx context.Context, buf []byte, src fi.Addr, addr, key uint64) error {
+	a := args{kind: opRead, buf: buf, addr: src, raddr: addr, key: key}
+	_, _, err := e.do(ctx, &e.tx, &a)
+	return err
+}
+
+// Write writes buf to the peer's registered memory at addr, under key,
+// and waits until it completes (fi_write(3)); dest and addr as for Read.
+func (e *Endpoint) Write(ctx context.Context, buf []byte, dest fi.Addr, addr, key uint64) error {
+	a := args{kind: opWrite, buf: buf, addr: dest, raddr: addr, key: key}
+	_, _, err := e.do(ctx, &e.tx, &a)
+	return err
+}
+
+// opKind is the operation a blocking call posts.
+type opKind uint8
+
+const (
+	opSend opKind = iota
+	opRecv
+	opTSend
+	opTRecv
+	opRead
+	opWrite
+)
+
+var opNames = [...]string{opSend: "send", opRecv: "recv", opTSend: "tsend", opTRecv: "trecv", opRead: "read", opWrite: "write"}
+
+func (k opKind) String() string { return opNames[k] }
+
+// args are a blocking call's arguments, passed by pointer to a stack
+// value.
+type args struct {
+	kind        opKind
+	buf         []byte
+	addr        fi.Addr
+	tag, ignore uint64
+	raddr, key  uint64
+}
+
+// op is one operation's completion record; its pointer is the
+// operation's context.
+type op struct {
+	// done: the operation's completion or error entry was read.
+	done bool
+	// abandoned: the call that posted it returned first (its context
+	// ended); the queue takes the op back when its entry is read.
+	abandoned bool
+	c         eq.Completion
+	src       fi.Addr
+	err       *eq.CQError
+}
+
+// waitQueue is one completion queue with the blocking calls that wait on
+// it.
+type waitQueue struct {
+	// mu is held by a blocking call from its post to its result, so that
+	// one operation of the queue is waited for at a time; it guards every
+	// field below.
+	mu sync.Mutex
+	cq eq.CompletionQueue
+	// from reads sources (the endpoint has FI_SOURCE); sfrom is the
+	// queue's blocking ReadFrom, nil when it has none.
+	from  bool
+	sfrom eq.SReadFromer
+	spin  time.Duration
+	ents  [8]eq.Completion
+	srcs  [8]fi.Addr
+	free  []*op
+}
+
+func (q *waitQueue) init(cq eq.CompletionQueue, spin time.Duration, from bool) {
+	q.cq, q.spin, q.from = cq, spin, from
+	if from {
+		q.sfrom, _ = cq.(eq.SReadFromer)
+	}
+}
+
+// get returns a free op.
+func (q *waitQueue) get() *op {
+	if n := len(q.free); n > 0 {
+		o := q.free[n-1]
+		q.free = q.free[:n-1]
+		return o
+	}
+	return new(op)
+}
+
+// put returns o to the free list.
+func (q *waitQueue) put(o *op) {
+	*o = op{}
+	q.free = append(q.free, o)
+}
+
+// take hands the first n entries read to their ops.
+func (q *waitQueue) take(n int) {
+	for i := range n {
+		if o, ok := q.ents[i].Context.(*op); ok {
+			o.c = q.ents[i]
+			o.src = fi.AddrUnspec
+			if q.from {
+				o.src = q.srcs[i]
+			}
+			q.finish(o)
+		}
+		q.ents[i] = eq.Completion{} // keep no buffer alive
+	}
+}
+
+// finish marks o done, or takes it back when its caller left.
+func (q *waitQueue) finish(o *op) {
+	if o.abandoned {
+		q.put(o)
+		return
+	}
+	o.done = true
+}
+
+// read is one non-blocking read of the queue.
+func (q *waitQueue) read() (int, error) {
+	if q.from {
+		return q.cq.ReadFrom(q.ents[:], q.srcs[:])
+	}
+	return q.cq.Read(q.ents[:])
+}
+
+// poll reads every entry the queue holds (which drives the provider's
+// progress). It returns an error only when the queue itself fails
+// (fi.EBADF once closed).
+func (q *waitQueue) poll() error {
+	for {
+		n, err := q.read()
+		q.take(n)
+		if err == nil {
+			if n < len(q.ents) {
+				return nil // drained: one read, as a busy-polling loop does
+			}
+			continue
+		}
+		if err = q.after(err); err != nil {
+			if err == fi.EAGAIN {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+// after handles a read's error: fi.EAVAIL reads the error entry and
+// gives nil; fi.EAGAIN is returned as is; nil is nil.
+func (q *waitQueue) after(err error) error {
+	if err == nil {
+		return nil
+	}
+	switch fi.Code(err) {
+	case fi.EAGAIN:
+		return fi.EAGAIN
+	case fi.EAVAIL:
+		ce, err := q.cq.ReadErr()
+		if err != nil {
+			if fi.Code(err) == fi.EAGAIN {
+				return nil
+			}
+			return err
+		}
+		if o, ok := ce.Context.(*op); ok {
+			o.err = ce
+			q.finish(o)
+		}
+		return nil
+	}
+	return err
+}
+
+// wait waits until o is done. It returns nil when it is; otherwise the
+// queue's failure, or fi.ContextError's error after abandoning o.
+func (q *waitQueue) wait(ctx context.Context, e *Endpoint, o *op) error {
+	done := ctx.Done()
+	// Poll first: in a conversation the answer is usually a few
+	// microseconds away, and a sleeping wait costs tens to wake.
+	var start time.Time
+	for i := 0; q.spin > 0; i++ {
+		if err := q.poll(); err != nil {
+			return err
+		}
+		if o.done {
+			return nil
+		}
+		if done != nil {
+			select {
+			case <-done:
+				return q.abandon(ctx, e, o)
+			default:
+			}
+		}
+		if i&7 != 7 {
+			continue
+		}
+		now := time.Now()
+		if start.IsZero() {
+			start = now
+		} else if now.Sub(start) >= q.spin {
+			break
+		}
+		runtime.Gosched() // let the goroutine that answers run
+	}
+	if q.from && q.sfrom == nil {
+		return q.napPoll(ctx, e, o)
+	}
+	for {
+		if err := q.poll(); err != nil {
+			return err
+		}
+		if o.done {
+			return nil
+		}
+		var n int
+		var err error
+		if q.sfrom != nil {
+			n, err = q.sfrom.SReadFrom(ctx, q.ents[:], q.srcs[:])
+		} else {
+			n, err = q.cq.SRead(ctx, q.ents[:])
+		}
+		q.take(n)
+		switch err = q.after(err); {
+		case err == nil, err == fi.EAGAIN:
+		case ctx.Err() != nil:
+			return q.abandon(ctx, e, o)
+		default:
+			return err
+		}
+	}
+}
+
+// napPoll waits for o on a queue with sources but no blocking ReadFrom:
+// it polls with pauses that grow to a millisecond.
+func (q *waitQueue) napPoll(ctx context.Context, e *Endpoint, o *op) error {
+	nap := 10 * time.Microsecond
+	for {
+		if err := q.poll(); err != nil {
+			return err
+		}
+		if o.done {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return q.abandon(ctx, e, o)
+		}
+		time.Sleep(nap)
+		nap = min(2*nap, time.Millisecond)
+	}
+}
+
+// abandon cancels o after ctx ended (fi_cancel). Where the provider
+// cancels at once, the cancel's error entry, or the completion that beat
+// it, is queued now: then o is done and wait returns nil. Otherwise o
+// stays with the queue, which takes it back when its entry comes, and
+// wait returns the context's error.
+func (q *waitQueue) abandon(ctx context.Context, e *Endpoint, o *op) error {
+	_ = e.EP.Cancel(o)
+	if err := q.poll(); err == nil && o.done {
+		return nil
+	}
+	o.abandoned = true
+	return fi.ContextError(ctx)
+}
+
+// do runs one blocking operation: it posts a, retrying while the
+// provider's queue is full, waits, and returns the completion or the
+// error.
+func (e *Endpoint) do(ctx context.Context, q *waitQueue, a *args) (eq.Completion, fi.Addr, error) {
+	if e.closed.Load() {
+		return eq.Completion{}, fi.AddrUnspec, closedErr(a.kind.String())
+	}
+	if done := ctx.Done(); done != nil {
+		select {
+		case <-done:
+			return eq.Completion{}, fi.AddrUnspec, ctxErr(ctx, a.kind.String())
+		default:
+		}
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	o := q.get()
+	for i := 0; ; i++ {
+		err := e.post(a, o)
+		if err == nil {
+			break
+		}
+		if fi.Code(err) != fi.EAGAIN {
+			q.put(o)
+			return eq.Completion{}, fi.AddrUnspec, e.failed(a.kind.String(), err)
+		}
+		// The provider's queue is full: reading ours makes progress.
+		if err := q.poll(); err != nil {
+			q.put(o)
+			return eq.Completion{}, fi.AddrUnspec, e.failed(a.kind.String(), err)
+		}
+		if ctx.Err() != nil {
+			q.put(o)
+			return eq.Completion{}, fi.AddrUnspec, ctxErr(ctx, a.kind.String())
+		}
+		if i < 64 {
+			runtime.Gosched()
+		} else {
+			time.Sleep(time.Duration(min(i, 1000)) * time.Microsecond)
+		}
+	}
+	if err := q.wait(ctx, e, o); err != nil {
+		if e.closed.Load() {
+			return eq.Completion{}, fi.AddrUnspec, closedErr(a.kind.String())
+		}
+		if !o.abandoned { // the queue failed: o is lost with it
+			return eq.Completion{}, fi.AddrUnspec, e.failed(a.kind.String(), err)
+		}
+		return eq.Completion{}, fi.AddrUnspec, errors.Wrapf(err, "fabnet: %s", a.kind)
+	}
+	c, src, ce := o.c, o.src, o.err
+	q.put(o)
+	if ce == nil {
+		return c, src, nil
+	}
+	c.Len = ce.Len
+	c.Tag = ce.Tag
+	return c, fi.AddrUnspec, e.entryErr(ctx, a.kind.String(), ce)
+}
+
+// post posts a with context o.
+func (e *Endpoint) post(a *args, o *op) error {
+	switch a.kind {
+	case opSend:
+		if e.msg == nil {
+			return e.msgErr
+		}
+		return e.msg.Send(a.buf, nil, a.addr, o)
+	case opRecv:
+		if e.msg == nil {
+			return e.msgErr
+		}
+		return e.msg.Recv(a.buf, nil, a.addr, o)
+	case opTSend:
+		if e.tagged == nil {
+			return e.taggedErr
+		}
+		return e.tagged.TSend(a.buf, nil, a.addr, a.tag, o)
+	case opTRecv:
+		if e.tagged == nil {
+			return e.taggedErr
+		}
+		return e.tagged.TRecv(a.buf, nil, a.addr, a.tag, a.ignore, o)
+	case opRead:
+		if e.rma == nil {
+			return e.rmaErr
+		}
+		return e.rma.Read(a.buf, nil, a.addr, a.raddr, a.key, o)
+	default:
+		if e.rma == nil {
+			return e.rmaErr
+		}
+		return e.rma.Write(a.buf, nil, a.addr, a.raddr, a.key, o)
+	}
+}
+
+// entryErr is the error of an operation that ended in error entry ce.
+// An fi.ECANCELED entry is the endpoint's Close, the context's end (the
+// cancel of abandon), or on a connection its end (the provider flushes
+// what is pending when the peer shuts down or the connection is lost).
+func (e *Endpoint) entryErr(ctx context.Context, what string, ce *eq.CQError) error {
+	if ce.Err == fi.ECANCELED {
+		switch {
+		case e.closed.Load():
+			return closedErr(what)
+		case ctx.Err() != nil:
+			return ctxErr(ctx, what)
+		case e.cm != nil:
+			return errors.Wrapf(fi.ESHUTDOWN, "fabnet: %s: the connection ended", what)
+		}
+	}
+	return errors.Wrapf(ce, "fabnet: %s", what)
+}
+
+// failed wraps the error of a post or of the queue.
+func (e *Endpoint) failed(what string, err error) error {
+	if e.closed.Load() {
+		return closedErr(what)
+	}
+	if e.cm != nil && fi.Code(err) == fi.ESHUTDOWN {
+		return errors.Wrapf(err, "fabnet: %s: the connection ended", what)
+	}
+	return errors.Wrapf(err, "fabnet: %s", what)
+}
+
+// closedErr is the error of a call on a closed endpoint: fi.EBADF, which
+// matches net.ErrClosed.
+func closedErr(what string) error {
+	return errors.Wrapf(fi.EBADF, "fabnet: %s: use of closed endpoint", what)
+}
+
+// ctxErr is fi.ContextError's error for ctx, named by what.
+func ctxErr(ctx context.Context, what string) error {
+	return errors.Wrapf(fi.ContextError(ctx), "fabnet: %s", what)
+}
