@@ -444,8 +444,15 @@ func (e *endpoint) DynCompleted(ctx any, n int) bool {
 	if !ok {
 		return false
 	}
-	if d.kind != dynEager || !d.matched || d.buf != nil || d.c.viaCQ.Load() != 0 || !e.mu.TryLock() {
+	// d's fields are the receive side's (takeDyn matches d under mu from
+	// a Recv that another goroutine posts): read them with mu held.
+	if !e.mu.TryLock() {
 		d.c.viaCQ.Add(1)
+		return false
+	}
+	if d.kind != dynEager || !d.matched || d.buf != nil || d.c.viaCQ.Load() != 0 {
+		d.c.viaCQ.Add(1)
+		e.unlock()
 		return false
 	}
 	e.rxComplete(d.r.ctx, d.r.report, d.flags(), n, d.size, d.data(), d.tagOut(), d.src, d.r.multi, d.r.iov[0])
