@@ -52,10 +52,12 @@
 //
 // When the context ends first, the operation is cancelled (fi_cancel) and
 // the call returns fi.ContextError's error once the provider has given
-// the buffer back; an operation the provider cannot cancel (a send
-// already handed to the transport) may still complete later, and its
-// buffer stays in the provider's use until it does or the endpoint
-// closes. A receive that completed meanwhile is returned, not lost.
+// the buffer back. An operation the provider cannot cancel (a send
+// already handed to the transport, a receive whose message is arriving)
+// may still complete later: its buffer stays in the provider's use until
+// it does or the endpoint closes, and such a receive's message goes to
+// that buffer, not to a later call. A receive that completed before the
+// cancel is returned, not lost.
 //
 // On providers whose data progress is manual (FI_PROGRESS_MANUAL: shm,
 // tcp;ofi_rxm), an endpoint moves data only while a call reads its

@@ -12,8 +12,8 @@ import (
 )
 
 // DefaultSpin is how long the blocking operations poll a completion queue
-// before they sleep in its blocking read, when EndpointConfig.Spin is
-// zero: longer than a small message's round trip over tcp on loopback
+// (fi_cq_read, as fi_pingpong waits) before they sleep in its blocking
+// read (fi_cq_sread), when EndpointConfig.Spin is zero: longer than a small message's round trip over tcp on loopback
 // (about 15 µs), and about what one wake-up of a sleeping thread costs on
 // the virtual machines gofabric is measured on (10 to 60 µs; README,
 // Performance).

@@ -198,18 +198,10 @@ func TestTaggedAndRMA(t *testing.T) {
 // rma writes into and reads from memory b registers, from a, while b
 // waits in Recv for the message that says a is done: with manual
 // progress (shm, tcp;ofi_rxm) the target answers RMA only while a call
-// reads its queues.
+// reads its queues. The memory is looked at once that Recv returned,
+// which orders the target's writes before the look.
 func rma(t *testing.T, ctx context.Context, a, b *fabnet.Endpoint, ab fi.Addr) {
 	t.Helper()
-	done := make(chan error, 1)
-	go func() {
-		_, err := b.Recv(ctx, make([]byte, 8))
-		done <- err
-	}()
-	defer func() {
-		require.NoError(t, a.SendTo(ctx, []byte("done"), ab))
-		require.NoError(t, <-done)
-	}()
 	mem := []byte("....................")
 	mr, err := fi.RegisterMR(b.Domain, &fi.MRAttr{Buf: mem, Access: fi.AccessRemoteWrite | fi.AccessRemoteRead, RequestedKey: 42}, 0)
 	require.NoError(t, err)
@@ -218,10 +210,17 @@ func rma(t *testing.T, ctx context.Context, a, b *fabnet.Endpoint, ab fi.Addr) {
 	if b.Info.DomainAttr.MRMode&fi.MRModeVirtAddr != 0 {
 		base = uint64(uintptr(unsafe.Pointer(&mem[0])))
 	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := b.Recv(ctx, make([]byte, 8))
+		done <- err
+	}()
 	require.NoError(t, a.Write(ctx, []byte("written"), ab, base+6, mr.Key()))
 	got := make([]byte, 7)
 	require.NoError(t, a.Read(ctx, got, ab, base+6, mr.Key()))
 	require.Equal(t, "written", string(got))
+	require.NoError(t, a.SendTo(ctx, []byte("done"), ab))
+	require.NoError(t, <-done)
 	require.Equal(t, "......written.......", string(mem))
 }
 
