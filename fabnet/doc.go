@@ -47,8 +47,9 @@
 // while (EndpointConfig.Spin, 50 µs by default; a wake-up from a sleeping
 // wait costs tens of microseconds on a virtual machine), and only then
 // sleep in the queue's blocking read (fi_cq_sread). In steady state they
-// allocate nothing; they check the context's Done channel without
-// deriving contexts of their own.
+// allocate nothing: they look at the context with its Err method (an
+// atomic load for the standard library's contexts) and derive no
+// contexts of their own, so a context made once serves every call.
 //
 // When the context ends first, the operation is cancelled (fi_cancel) and
 // the call returns fi.ContextError's error once the provider has given

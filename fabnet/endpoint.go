@@ -78,6 +78,9 @@ type Endpoint struct {
 	msgErr    error
 	taggedErr error
 	rmaErr    error
+	// injectSize is tx_attr.inject_size: Send and TSend inject messages
+	// up to it (-1: never).
+	injectSize int
 
 	tx, rx waitQueue
 	// closed is set by Close before it closes anything, so that calls
@@ -299,6 +302,10 @@ func openOn(f fi.Fabric, release func() error, domInfo, info *fi.Info, cfg *Endp
 		if e.cm, err = ep.AsCM(e.EP); err != nil {
 			return nil, step("connection management", err)
 		}
+	}
+	e.injectSize = -1
+	if info.TxAttr != nil && info.TxAttr.InjectSize > 0 {
+		e.injectSize = info.TxAttr.InjectSize
 	}
 	spin := cfg.Spin
 	if spin == 0 {

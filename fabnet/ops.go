@@ -21,6 +21,13 @@ import (
 // (fi_send(3), then fi_cq_sread(3) on the send queue; net.Conn's Write
 // with a context instead of a deadline). See the package documentation
 // for what happens when ctx ends first.
+//
+// A message of at most the endpoint's inject size (tx_attr.inject_size)
+// goes out with fi_inject(3), as fi_pingpong sends small messages: the
+// provider copies it, so the call returns at once with buf free again,
+// and there is no completion to wait for. A failure after that shows in
+// later calls on a connection (its end); on an unconnected endpoint it
+// is not reported, as with fi_inject.
 func (e *Endpoint) Send(ctx context.Context, buf []byte) error {
 	return e.SendTo(ctx, buf, fi.AddrUnspec)
 }
@@ -29,6 +36,9 @@ func (e *Endpoint) Send(ctx context.Context, buf []byte) error {
 // completes (fi_send(3) on an unconnected endpoint; net.PacketConn's
 // WriteTo).
 func (e *Endpoint) SendTo(ctx context.Context, buf []byte, dest fi.Addr) error {
+	if len(buf) <= e.injectSize && e.msg != nil {
+		return e.inject(ctx, opSend, buf, dest, 0)
+	}
 	a := args{kind: opSend, buf: buf, addr: dest}
 	_, _, _, err := e.do(ctx, &e.tx, &a)
 	return err
@@ -55,9 +65,13 @@ func (e *Endpoint) RecvFrom(ctx context.Context, buf []byte) (int, fi.Addr, erro
 }
 
 // TSend sends buf with tag to dest (fi.AddrUnspec on a connected
-// endpoint) and waits until it completes (fi_tsend(3)). The endpoint
-// needs FI_TAGGED (OpenRDM asks for it).
+// endpoint) and waits until it completes (fi_tsend(3); fi_tinject(3) up
+// to the inject size, as Send). The endpoint needs FI_TAGGED (OpenRDM
+// asks for it).
 func (e *Endpoint) TSend(ctx context.Context, buf []byte, dest fi.Addr, tag uint64) error {
+	if len(buf) <= e.injectSize && e.tagged != nil {
+		return e.inject(ctx, opTSend, buf, dest, tag)
+	}
 	a := args{kind: opTSend, buf: buf, addr: dest, tag: tag}
 	_, _, _, err := e.do(ctx, &e.tx, &a)
 	return err
@@ -236,21 +250,29 @@ func (q *waitQueue) read() (int, error) {
 // progress). It returns an error only when the queue itself fails
 // (fi.EBADF once closed).
 func (q *waitQueue) poll() error {
+	n, err := q.read()
+	return q.handle(n, err)
+}
+
+// handle takes the n entries of a read that returned err, and reads on
+// while more may be queued: after a full read, and after an error
+// entry. Its errors are poll's.
+func (q *waitQueue) handle(n int, err error) error {
 	for {
-		n, err := q.read()
 		q.take(n)
-		if err == nil {
+		switch {
+		case err == nil:
 			if n < len(q.ents) {
 				return nil // drained: one read, as a busy-polling loop does
 			}
-			continue
-		}
-		if err = q.after(err); err != nil {
-			if err == fi.EAGAIN {
-				return nil
+		case err == fi.EAGAIN:
+			return nil
+		default:
+			if err = q.after(err); err != nil && err != fi.EAGAIN {
+				return err
 			}
-			return err
 		}
+		n, err = q.read()
 	}
 }
 
@@ -283,7 +305,6 @@ func (q *waitQueue) after(err error) error {
 // wait waits until o is done. It returns nil when it is; otherwise the
 // queue's failure, or fi.ContextError's error after abandoning o.
 func (q *waitQueue) wait(ctx context.Context, e *Endpoint, o *op) error {
-	done := ctx.Done()
 	// Poll first: in a conversation the answer is usually a few
 	// microseconds away, and a sleeping wait costs tens to wake.
 	// The context is looked at every 16 polls and the clock every 64
@@ -291,21 +312,20 @@ func (q *waitQueue) wait(ctx context.Context, e *Endpoint, o *op) error {
 	// 64th on: a quick answer pays for neither.
 	var start time.Time
 	for i := 1; q.spin > 0; i++ {
-		if err := q.poll(); err != nil {
-			return err
-		}
-		if o.done {
-			return nil
+		// One read; only what it found goes on to handle.
+		if n, err := q.read(); n > 0 || err != fi.EAGAIN {
+			if err := q.handle(n, err); err != nil {
+				return err
+			}
+			if o.done {
+				return nil
+			}
 		}
 		if i&15 != 0 {
 			continue
 		}
-		if done != nil {
-			select {
-			case <-done:
-				return q.abandon(ctx, e, o)
-			default:
-			}
+		if ctx.Err() != nil {
+			return q.abandon(ctx, e, o)
 		}
 		if i&63 != 0 {
 			continue
@@ -379,6 +399,48 @@ func (q *waitQueue) abandon(ctx context.Context, e *Endpoint, o *op) error {
 	return fi.ContextError(ctx)
 }
 
+// inject sends buf with fi_inject or fi_tinject (kind opSend or
+// opTSend), retrying while the provider's queue is full. It takes no
+// lock but to make progress on a full queue: the provider's inject is
+// safe for concurrent use, and there is no completion to wait for.
+func (e *Endpoint) inject(ctx context.Context, kind opKind, buf []byte, dest fi.Addr, tag uint64) error {
+	if e.closed.Load() {
+		return closedErr(kind.String())
+	}
+	if ctx.Err() != nil {
+		return ctxErr(ctx, kind.String())
+	}
+	for i := 0; ; i++ {
+		var err error
+		if kind == opTSend {
+			err = e.tagged.TInject(buf, dest, tag)
+		} else {
+			err = e.msg.Inject(buf, dest)
+		}
+		if err == nil {
+			return nil
+		}
+		if fi.Code(err) != fi.EAGAIN {
+			return e.failed(kind.String(), err)
+		}
+		// The provider's queue is full: reading ours makes progress.
+		e.tx.mu.Lock()
+		err = e.tx.poll()
+		e.tx.mu.Unlock()
+		if err != nil {
+			return e.failed(kind.String(), err)
+		}
+		if ctx.Err() != nil {
+			return ctxErr(ctx, kind.String())
+		}
+		if i < 64 {
+			runtime.Gosched()
+		} else {
+			time.Sleep(time.Duration(min(i, 1000)) * time.Microsecond)
+		}
+	}
+}
+
 // do runs one blocking operation: it posts a, retrying while the
 // provider's queue is full, waits, and returns the completion's length,
 // tag and source, or the error.
@@ -387,15 +449,18 @@ func (e *Endpoint) do(ctx context.Context, q *waitQueue, a *args) (n int, tag ui
 	if e.closed.Load() {
 		return 0, 0, src, closedErr(a.kind.String())
 	}
-	if done := ctx.Done(); done != nil {
-		select {
-		case <-done:
-			return 0, 0, src, ctxErr(ctx, a.kind.String())
-		default:
-		}
+	if ctx.Err() != nil { // an atomic load: no Done channel, no select
+		return 0, 0, src, ctxErr(ctx, a.kind.String())
 	}
 	q.mu.Lock()
-	defer q.mu.Unlock()
+	n, tag, src, err = e.doLocked(ctx, q, a)
+	q.mu.Unlock()
+	return n, tag, src, err
+}
+
+// doLocked is do with q.mu held.
+func (e *Endpoint) doLocked(ctx context.Context, q *waitQueue, a *args) (n int, tag uint64, src fi.Addr, err error) {
+	src = fi.AddrUnspec
 	q.withSrc = a.src && q.from
 	o := q.get()
 	for i := 0; ; i++ {
