@@ -226,10 +226,13 @@ func rma(t *testing.T, ctx context.Context, a, b *fabnet.Endpoint, ab fi.Addr) {
 
 // TestZeroAllocs: in steady state the blocking calls allocate nothing:
 // a round trip of Send and Recv on a tcp connection, and of SendTo,
-// RecvFrom, TSend, TRecv, Write and Read on shm and tcp RDM endpoints.
+// RecvFrom, TSend, TRecv, Write and Read on shm and tcp RDM endpoints;
+// 64-byte messages (injected) and, over tcp, 1 KiB ones (posted, and
+// waited for).
 func TestZeroAllocs(t *testing.T) {
 	ctx := ctxFor(t)
-	msg, buf := make([]byte, 64), make([]byte, 64)
+	msg, buf := make([]byte, 64), make([]byte, 1024)
+	big := make([]byte, 1024)
 	check := func(t *testing.T, round func()) {
 		for range 10 {
 			round()
@@ -244,6 +247,9 @@ func TestZeroAllocs(t *testing.T) {
 			require.NoError(t, err)
 			require.NoError(t, s.Send(ctx, msg))
 			_, err = c.Recv(ctx, buf)
+			require.NoError(t, err)
+			require.NoError(t, c.Send(ctx, big))
+			_, err = s.Recv(ctx, buf)
 			require.NoError(t, err)
 		})
 	})
@@ -282,7 +288,12 @@ func TestZeroAllocs(t *testing.T) {
 				_, _, err = b.TRecv(ctx, buf, fi.AddrUnspec, 9, 0)
 				require.NoError(t, err)
 				require.NoError(t, a.Write(ctx, msg, ab, base, key))
-				require.NoError(t, a.Read(ctx, buf, ab, base, key))
+				require.NoError(t, a.Read(ctx, buf[:64], ab, base, key))
+				if prov == "tcp" { // eager: complete once written
+					require.NoError(t, a.SendTo(ctx, big, ab))
+					_, err = b.Recv(ctx, buf)
+					require.NoError(t, err)
+				}
 			})
 		})
 	}
