@@ -274,9 +274,9 @@ func ctxPeers(t *testing.T, s *suite, typ fi.EPType) (a, b *fabnet.Endpoint, ab,
 	a, b = open(), open()
 	insert := func(x, y *fabnet.Endpoint) fi.Addr {
 		name, err := y.Name()
-		require.NoError(t, err, "name")
+		skipIfAbsent(t, err, "endpoint names (fi_getname)")
 		addr, err := x.Insert(name)
-		require.NoError(t, err, "insert")
+		skipIfAbsent(t, err, "address vector inserts")
 		return addr
 	}
 	return a, b, insert(a, b), insert(b, a)
