@@ -147,11 +147,10 @@ type op struct {
 	tag uint64
 	src fi.Addr
 	err *eq.CQError
-	// pad makes an op 128 bytes, a size class of its own whose objects
-	// start on cache-line boundaries: the ops of the two sides of a
-	// conversation, allocated together, would otherwise share lines, and
-	// each write would move the line between the CPUs (a 64-byte shm
-	// round trip measured 1.3 µs with shared lines, 0.8 µs without).
+	// pad makes an op 128 bytes, a size class whose objects start on
+	// cache-line boundaries, so that the ops of goroutines on different
+	// CPUs (the two sides of a conversation in one process) never share
+	// a line that each side writes on every operation.
 	_ [88]byte
 }
 
@@ -174,10 +173,10 @@ type waitQueue struct {
 	ents    [8]eq.Completion
 	srcs    [8]fi.Addr
 	// idle is the free op of the common case, one operation at a time;
-	// free holds more, while abandoned ops are outstanding. An op of
-	// its own field, not a slice's element: the small arrays of two
-	// goroutines' queues, allocated together, would share a cache line
-	// that every operation writes.
+	// free holds more, while abandoned ops are outstanding. Keeping the
+	// common one in a field of the queue, not in the slice's small
+	// array, keeps the write of every get and put on the queue's own
+	// lines.
 	idle *op
 	free []*op
 }
