@@ -47,15 +47,18 @@
 // while (EndpointConfig.Spin, 50 µs by default; a wake-up from a sleeping
 // wait costs tens of microseconds on a virtual machine), and only then
 // sleep in the queue's blocking read (fi_cq_sread). In steady state they
-// allocate nothing; they check the context's Done channel without
-// deriving contexts of their own.
+// allocate nothing: they look at the context with its Err method (an
+// atomic load for the standard library's contexts) and derive no
+// contexts of their own, so a context made once serves every call.
 //
 // When the context ends first, the operation is cancelled (fi_cancel) and
 // the call returns fi.ContextError's error once the provider has given
-// the buffer back; an operation the provider cannot cancel (a send
-// already handed to the transport) may still complete later, and its
-// buffer stays in the provider's use until it does or the endpoint
-// closes. A receive that completed meanwhile is returned, not lost.
+// the buffer back. An operation the provider cannot cancel (a send
+// already handed to the transport, a receive whose message is arriving)
+// may still complete later: its buffer stays in the provider's use until
+// it does or the endpoint closes, and such a receive's message goes to
+// that buffer, not to a later call. A receive that completed before the
+// cancel is returned, not lost.
 //
 // On providers whose data progress is manual (FI_PROGRESS_MANUAL: shm,
 // tcp;ofi_rxm), an endpoint moves data only while a call reads its

@@ -12,8 +12,8 @@ import (
 )
 
 // DefaultSpin is how long the blocking operations poll a completion queue
-// before they sleep in its blocking read, when EndpointConfig.Spin is
-// zero: longer than a small message's round trip over tcp on loopback
+// (fi_cq_read, as fi_pingpong waits) before they sleep in its blocking
+// read (fi_cq_sread), when EndpointConfig.Spin is zero: longer than a small message's round trip over tcp on loopback
 // (about 15 µs), and about what one wake-up of a sleeping thread costs on
 // the virtual machines gofabric is measured on (10 to 60 µs; README,
 // Performance).
@@ -78,6 +78,9 @@ type Endpoint struct {
 	msgErr    error
 	taggedErr error
 	rmaErr    error
+	// injectSize is tx_attr.inject_size: Send and TSend inject messages
+	// up to it (-1: never).
+	injectSize int
 
 	tx, rx waitQueue
 	// closed is set by Close before it closes anything, so that calls
@@ -299,6 +302,10 @@ func openOn(f fi.Fabric, release func() error, domInfo, info *fi.Info, cfg *Endp
 		if e.cm, err = ep.AsCM(e.EP); err != nil {
 			return nil, step("connection management", err)
 		}
+	}
+	e.injectSize = -1
+	if info.TxAttr != nil && info.TxAttr.InjectSize > 0 {
+		e.injectSize = info.TxAttr.InjectSize
 	}
 	spin := cfg.Spin
 	if spin == 0 {

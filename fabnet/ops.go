@@ -21,6 +21,13 @@ import (
 // (fi_send(3), then fi_cq_sread(3) on the send queue; net.Conn's Write
 // with a context instead of a deadline). See the package documentation
 // for what happens when ctx ends first.
+//
+// A message of at most the endpoint's inject size (tx_attr.inject_size)
+// goes out with fi_inject(3), as fi_pingpong sends small messages: the
+// provider copies it, so the call returns at once with buf free again,
+// and there is no completion to wait for. A failure after that shows in
+// later calls on a connection (its end); on an unconnected endpoint it
+// is not reported, as with fi_inject.
 func (e *Endpoint) Send(ctx context.Context, buf []byte) error {
 	return e.SendTo(ctx, buf, fi.AddrUnspec)
 }
@@ -29,8 +36,11 @@ func (e *Endpoint) Send(ctx context.Context, buf []byte) error {
 // completes (fi_send(3) on an unconnected endpoint; net.PacketConn's
 // WriteTo).
 func (e *Endpoint) SendTo(ctx context.Context, buf []byte, dest fi.Addr) error {
+	if len(buf) <= e.injectSize && e.msg != nil {
+		return e.inject(ctx, opSend, buf, dest, 0)
+	}
 	a := args{kind: opSend, buf: buf, addr: dest}
-	_, _, err := e.do(ctx, &e.tx, &a)
+	_, _, _, err := e.do(ctx, &e.tx, &a)
 	return err
 }
 
@@ -39,7 +49,8 @@ func (e *Endpoint) SendTo(ctx context.Context, buf []byte, dest fi.Addr) error {
 // the message's length; a message longer than buf is truncated and
 // reported with an error matching fi.ETRUNC.
 func (e *Endpoint) Recv(ctx context.Context, buf []byte) (int, error) {
-	n, _, err := e.RecvFrom(ctx, buf)
+	a := args{kind: opRecv, buf: buf, addr: fi.AddrUnspec}
+	n, _, _, err := e.do(ctx, &e.rx, &a)
 	return n, err
 }
 
@@ -48,17 +59,21 @@ func (e *Endpoint) Recv(ctx context.Context, buf []byte) (int, error) {
 // ReadFrom): fi.AddrUnspec when the endpoint was opened without
 // FI_SOURCE or the sender is not in the address vector.
 func (e *Endpoint) RecvFrom(ctx context.Context, buf []byte) (int, fi.Addr, error) {
-	a := args{kind: opRecv, buf: buf, addr: fi.AddrUnspec}
-	c, src, err := e.do(ctx, &e.rx, &a)
-	return c.Len, src, err
+	a := args{kind: opRecv, buf: buf, addr: fi.AddrUnspec, src: true}
+	n, _, src, err := e.do(ctx, &e.rx, &a)
+	return n, src, err
 }
 
 // TSend sends buf with tag to dest (fi.AddrUnspec on a connected
-// endpoint) and waits until it completes (fi_tsend(3)). The endpoint
-// needs FI_TAGGED (OpenRDM asks for it).
+// endpoint) and waits until it completes (fi_tsend(3); fi_tinject(3) up
+// to the inject size, as Send). The endpoint needs FI_TAGGED (OpenRDM
+// asks for it).
 func (e *Endpoint) TSend(ctx context.Context, buf []byte, dest fi.Addr, tag uint64) error {
+	if len(buf) <= e.injectSize && e.tagged != nil {
+		return e.inject(ctx, opTSend, buf, dest, tag)
+	}
 	a := args{kind: opTSend, buf: buf, addr: dest, tag: tag}
-	_, _, err := e.do(ctx, &e.tx, &a)
+	_, _, _, err := e.do(ctx, &e.tx, &a)
 	return err
 }
 
@@ -67,8 +82,8 @@ func (e *Endpoint) TSend(ctx context.Context, buf []byte, dest fi.Addr, tag uint
 // for it (fi_trecv(3)). It returns the message's length and tag.
 func (e *Endpoint) TRecv(ctx context.Context, buf []byte, src fi.Addr, tag, ignore uint64) (int, uint64, error) {
 	a := args{kind: opTRecv, buf: buf, addr: src, tag: tag, ignore: ignore}
-	c, _, err := e.do(ctx, &e.rx, &a)
-	return c.Len, c.Tag, err
+	n, tag, _, err := e.do(ctx, &e.rx, &a)
+	return n, tag, err
 }
 
 // Read reads len(buf) bytes of the peer's registered memory at addr,
@@ -78,7 +93,7 @@ func (e *Endpoint) TRecv(ctx context.Context, buf []byte, src fi.Addr, tag, igno
 // where the domain's MR mode has FI_MR_VIRT_ADDR (fi_mr(3)).
 func (e *Endpoint) Read(ctx context.Context, buf []byte, src fi.Addr, addr, key uint64) error {
 	a := args{kind: opRead, buf: buf, addr: src, raddr: addr, key: key}
-	_, _, err := e.do(ctx, &e.tx, &a)
+	_, _, _, err := e.do(ctx, &e.tx, &a)
 	return err
 }
 
@@ -86,7 +101,7 @@ func (e *Endpoint) Read(ctx context.Context, buf []byte, src fi.Addr, addr, key 
 // and waits until it completes (fi_write(3)); dest and addr as for Read.
 func (e *Endpoint) Write(ctx context.Context, buf []byte, dest fi.Addr, addr, key uint64) error {
 	a := args{kind: opWrite, buf: buf, addr: dest, raddr: addr, key: key}
-	_, _, err := e.do(ctx, &e.tx, &a)
+	_, _, _, err := e.do(ctx, &e.tx, &a)
 	return err
 }
 
@@ -109,7 +124,9 @@ func (k opKind) String() string { return opNames[k] }
 // args are a blocking call's arguments, passed by pointer to a stack
 // value.
 type args struct {
-	kind        opKind
+	kind opKind
+	// src: the caller wants the completion's source (RecvFrom).
+	src         bool
 	buf         []byte
 	addr        fi.Addr
 	tag, ignore uint64
@@ -124,9 +141,17 @@ type op struct {
 	// abandoned: the call that posted it returned first (its context
 	// ended); the queue takes the op back when its entry is read.
 	abandoned bool
-	c         eq.Completion
-	src       fi.Addr
-	err       *eq.CQError
+	// n, tag and src are the completion's length, tag and source
+	// (fi_cq_tagged_entry len and tag; fi_cq_readfrom's src_addr).
+	n   int
+	tag uint64
+	src fi.Addr
+	err *eq.CQError
+	// pad makes an op 128 bytes, a size class whose objects start on
+	// cache-line boundaries, so that the ops of goroutines on different
+	// CPUs (the two sides of a conversation in one process) never share
+	// a line that each side writes on every operation.
+	_ [88]byte
 }
 
 // waitQueue is one completion queue with the blocking calls that wait on
@@ -137,14 +162,23 @@ type waitQueue struct {
 	// field below.
 	mu sync.Mutex
 	cq eq.CompletionQueue
-	// from reads sources (the endpoint has FI_SOURCE); sfrom is the
-	// queue's blocking ReadFrom, nil when it has none.
+	// from: the endpoint has FI_SOURCE, so reads can give sources;
+	// sfrom is the queue's blocking ReadFrom, nil when it has none.
 	from  bool
 	sfrom eq.SReadFromer
-	spin  time.Duration
-	ents  [8]eq.Completion
-	srcs  [8]fi.Addr
-	free  []*op
+	// withSrc: the current operation wants its source, so the queue is
+	// read with ReadFrom (from is set too).
+	withSrc bool
+	spin    time.Duration
+	ents    [8]eq.Completion
+	srcs    [8]fi.Addr
+	// idle is the free op of the common case, one operation at a time;
+	// free holds more, while abandoned ops are outstanding. Keeping the
+	// common one in a field of the queue, not in the slice's small
+	// array, keeps the write of every get and put on the queue's own
+	// lines.
+	idle *op
+	free []*op
 }
 
 func (q *waitQueue) init(cq eq.CompletionQueue, spin time.Duration, from bool) {
@@ -156,6 +190,10 @@ func (q *waitQueue) init(cq eq.CompletionQueue, spin time.Duration, from bool) {
 
 // get returns a free op.
 func (q *waitQueue) get() *op {
+	if o := q.idle; o != nil {
+		q.idle = nil
+		return o
+	}
 	if n := len(q.free); n > 0 {
 		o := q.free[n-1]
 		q.free = q.free[:n-1]
@@ -166,22 +204,27 @@ func (q *waitQueue) get() *op {
 
 // put returns o to the free list.
 func (q *waitQueue) put(o *op) {
-	*o = op{}
+	o.done, o.abandoned, o.err = false, false, nil
+	if q.idle == nil {
+		q.idle = o
+		return
+	}
 	q.free = append(q.free, o)
 }
 
 // take hands the first n entries read to their ops.
 func (q *waitQueue) take(n int) {
 	for i := range n {
+		// The entries keep what they hold until the next read: contexts
+		// are ops, and Buf is set only for FI_MULTI_RECV, never posted.
 		if o, ok := q.ents[i].Context.(*op); ok {
-			o.c = q.ents[i]
+			o.n, o.tag = q.ents[i].Len, q.ents[i].Tag
 			o.src = fi.AddrUnspec
-			if q.from {
+			if q.withSrc {
 				o.src = q.srcs[i]
 			}
 			q.finish(o)
 		}
-		q.ents[i] = eq.Completion{} // keep no buffer alive
 	}
 }
 
@@ -196,7 +239,7 @@ func (q *waitQueue) finish(o *op) {
 
 // read is one non-blocking read of the queue.
 func (q *waitQueue) read() (int, error) {
-	if q.from {
+	if q.withSrc {
 		return q.cq.ReadFrom(q.ents[:], q.srcs[:])
 	}
 	return q.cq.Read(q.ents[:])
@@ -206,29 +249,37 @@ func (q *waitQueue) read() (int, error) {
 // progress). It returns an error only when the queue itself fails
 // (fi.EBADF once closed).
 func (q *waitQueue) poll() error {
+	n, err := q.read()
+	return q.handle(n, err)
+}
+
+// handle takes the n entries of a read that returned err, and reads on
+// while more may be queued: after a full read, and after an error
+// entry. Its errors are poll's.
+func (q *waitQueue) handle(n int, err error) error {
 	for {
-		n, err := q.read()
 		q.take(n)
-		if err == nil {
+		switch {
+		case err == nil:
 			if n < len(q.ents) {
 				return nil // drained: one read, as a busy-polling loop does
 			}
-			continue
-		}
-		if err = q.after(err); err != nil {
-			if err == fi.EAGAIN {
-				return nil
+		case err == fi.EAGAIN:
+			return nil
+		default:
+			if err = q.after(err); err != nil && err != fi.EAGAIN {
+				return err
 			}
-			return err
 		}
+		n, err = q.read()
 	}
 }
 
 // after handles a read's error: fi.EAVAIL reads the error entry and
 // gives nil; fi.EAGAIN is returned as is; nil is nil.
 func (q *waitQueue) after(err error) error {
-	if err == nil {
-		return nil
+	if err == nil || err == fi.EAGAIN {
+		return err
 	}
 	switch fi.Code(err) {
 	case fi.EAGAIN:
@@ -253,25 +304,29 @@ func (q *waitQueue) after(err error) error {
 // wait waits until o is done. It returns nil when it is; otherwise the
 // queue's failure, or fi.ContextError's error after abandoning o.
 func (q *waitQueue) wait(ctx context.Context, e *Endpoint, o *op) error {
-	done := ctx.Done()
 	// Poll first: in a conversation the answer is usually a few
 	// microseconds away, and a sleeping wait costs tens to wake.
+	// The context is looked at every 16 polls and the clock every 64
+	// (reading it costs more than a poll of shared memory), from the
+	// 64th on: a quick answer pays for neither.
 	var start time.Time
-	for i := 0; q.spin > 0; i++ {
-		if err := q.poll(); err != nil {
-			return err
-		}
-		if o.done {
-			return nil
-		}
-		if done != nil {
-			select {
-			case <-done:
-				return q.abandon(ctx, e, o)
-			default:
+	for i := 1; q.spin > 0; i++ {
+		// One read; only what it found goes on to handle.
+		if n, err := q.read(); n > 0 || err != fi.EAGAIN {
+			if err := q.handle(n, err); err != nil {
+				return err
+			}
+			if o.done {
+				return nil
 			}
 		}
-		if i&7 != 7 {
+		if i&15 != 0 {
+			continue
+		}
+		if ctx.Err() != nil {
+			return q.abandon(ctx, e, o)
+		}
+		if i&63 != 0 {
 			continue
 		}
 		now := time.Now()
@@ -280,9 +335,9 @@ func (q *waitQueue) wait(ctx context.Context, e *Endpoint, o *op) error {
 		} else if now.Sub(start) >= q.spin {
 			break
 		}
-		runtime.Gosched() // let the goroutine that answers run
+		runtime.Gosched() // let a goroutine that answers run
 	}
-	if q.from && q.sfrom == nil {
+	if q.withSrc && q.sfrom == nil {
 		return q.napPoll(ctx, e, o)
 	}
 	for {
@@ -294,7 +349,7 @@ func (q *waitQueue) wait(ctx context.Context, e *Endpoint, o *op) error {
 		}
 		var n int
 		var err error
-		if q.sfrom != nil {
+		if q.withSrc {
 			n, err = q.sfrom.SReadFrom(ctx, q.ents[:], q.srcs[:])
 		} else {
 			n, err = q.cq.SRead(ctx, q.ents[:])
@@ -343,22 +398,69 @@ func (q *waitQueue) abandon(ctx context.Context, e *Endpoint, o *op) error {
 	return fi.ContextError(ctx)
 }
 
-// do runs one blocking operation: it posts a, retrying while the
-// provider's queue is full, waits, and returns the completion or the
-// error.
-func (e *Endpoint) do(ctx context.Context, q *waitQueue, a *args) (eq.Completion, fi.Addr, error) {
+// inject sends buf with fi_inject or fi_tinject (kind opSend or
+// opTSend), retrying while the provider's queue is full. It takes no
+// lock but to make progress on a full queue: the provider's inject is
+// safe for concurrent use, and there is no completion to wait for.
+func (e *Endpoint) inject(ctx context.Context, kind opKind, buf []byte, dest fi.Addr, tag uint64) error {
 	if e.closed.Load() {
-		return eq.Completion{}, fi.AddrUnspec, closedErr(a.kind.String())
+		return closedErr(kind.String())
 	}
-	if done := ctx.Done(); done != nil {
-		select {
-		case <-done:
-			return eq.Completion{}, fi.AddrUnspec, ctxErr(ctx, a.kind.String())
-		default:
+	if ctx.Err() != nil {
+		return ctxErr(ctx, kind.String())
+	}
+	for i := 0; ; i++ {
+		var err error
+		if kind == opTSend {
+			err = e.tagged.TInject(buf, dest, tag)
+		} else {
+			err = e.msg.Inject(buf, dest)
+		}
+		if err == nil {
+			return nil
+		}
+		if fi.Code(err) != fi.EAGAIN {
+			return e.failed(kind.String(), err)
+		}
+		// The provider's queue is full: reading ours makes progress.
+		e.tx.mu.Lock()
+		err = e.tx.poll()
+		e.tx.mu.Unlock()
+		if err != nil {
+			return e.failed(kind.String(), err)
+		}
+		if ctx.Err() != nil {
+			return ctxErr(ctx, kind.String())
+		}
+		if i < 64 {
+			runtime.Gosched()
+		} else {
+			time.Sleep(time.Duration(min(i, 1000)) * time.Microsecond)
 		}
 	}
+}
+
+// do runs one blocking operation: it posts a, retrying while the
+// provider's queue is full, waits, and returns the completion's length,
+// tag and source, or the error.
+func (e *Endpoint) do(ctx context.Context, q *waitQueue, a *args) (n int, tag uint64, src fi.Addr, err error) {
+	src = fi.AddrUnspec
+	if e.closed.Load() {
+		return 0, 0, src, closedErr(a.kind.String())
+	}
+	if ctx.Err() != nil { // an atomic load: no Done channel, no select
+		return 0, 0, src, ctxErr(ctx, a.kind.String())
+	}
 	q.mu.Lock()
-	defer q.mu.Unlock()
+	n, tag, src, err = e.doLocked(ctx, q, a)
+	q.mu.Unlock()
+	return n, tag, src, err
+}
+
+// doLocked is do with q.mu held.
+func (e *Endpoint) doLocked(ctx context.Context, q *waitQueue, a *args) (n int, tag uint64, src fi.Addr, err error) {
+	src = fi.AddrUnspec
+	q.withSrc = a.src && q.from
 	o := q.get()
 	for i := 0; ; i++ {
 		err := e.post(a, o)
@@ -367,16 +469,16 @@ func (e *Endpoint) do(ctx context.Context, q *waitQueue, a *args) (eq.Completion
 		}
 		if fi.Code(err) != fi.EAGAIN {
 			q.put(o)
-			return eq.Completion{}, fi.AddrUnspec, e.failed(a.kind.String(), err)
+			return 0, 0, src, e.failed(a.kind.String(), err)
 		}
 		// The provider's queue is full: reading ours makes progress.
 		if err := q.poll(); err != nil {
 			q.put(o)
-			return eq.Completion{}, fi.AddrUnspec, e.failed(a.kind.String(), err)
+			return 0, 0, src, e.failed(a.kind.String(), err)
 		}
 		if ctx.Err() != nil {
 			q.put(o)
-			return eq.Completion{}, fi.AddrUnspec, ctxErr(ctx, a.kind.String())
+			return 0, 0, src, ctxErr(ctx, a.kind.String())
 		}
 		if i < 64 {
 			runtime.Gosched()
@@ -386,21 +488,24 @@ func (e *Endpoint) do(ctx context.Context, q *waitQueue, a *args) (eq.Completion
 	}
 	if err := q.wait(ctx, e, o); err != nil {
 		if e.closed.Load() {
-			return eq.Completion{}, fi.AddrUnspec, closedErr(a.kind.String())
+			return 0, 0, src, closedErr(a.kind.String())
 		}
 		if !o.abandoned { // the queue failed: o is lost with it
-			return eq.Completion{}, fi.AddrUnspec, e.failed(a.kind.String(), err)
+			return 0, 0, src, e.failed(a.kind.String(), err)
 		}
-		return eq.Completion{}, fi.AddrUnspec, errors.Wrapf(err, "fabnet: %s", a.kind)
+		return 0, 0, src, errors.Wrapf(err, "fabnet: %s", a.kind)
 	}
-	c, src, ce := o.c, o.src, o.err
-	q.put(o)
+	n, tag, ce := o.n, o.tag, o.err
 	if ce == nil {
-		return c, src, nil
+		src = o.src
+	} else {
+		n, tag = ce.Len, ce.Tag
 	}
-	c.Len = ce.Len
-	c.Tag = ce.Tag
-	return c, fi.AddrUnspec, e.entryErr(ctx, a.kind.String(), ce)
+	q.put(o)
+	if ce != nil {
+		return n, tag, fi.AddrUnspec, e.entryErr(ctx, a.kind.String(), ce)
+	}
+	return n, tag, src, nil
 }
 
 // post posts a with context o.

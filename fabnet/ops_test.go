@@ -198,22 +198,11 @@ func TestTaggedAndRMA(t *testing.T) {
 // rma writes into and reads from memory b registers, from a, while b
 // waits in Recv for the message that says a is done: with manual
 // progress (shm, tcp;ofi_rxm) the target answers RMA only while a call
-// reads its queues.
+// reads its queues. The memory is looked at once that Recv returned,
+// which orders the target's writes before the look.
 func rma(t *testing.T, ctx context.Context, a, b *fabnet.Endpoint, ab fi.Addr) {
 	t.Helper()
-	done := make(chan error, 1)
-	go func() {
-		_, err := b.Recv(ctx, make([]byte, 8))
-		done <- err
-	}()
 	mem := []byte("....................")
-	defer func() {
-		require.NoError(t, a.SendTo(ctx, []byte("done"), ab))
-		require.NoError(t, <-done)
-		// The target's progress ran in that goroutine, which wrote mem:
-		// look at it once the goroutine is over.
-		require.Equal(t, "......written.......", string(mem))
-	}()
 	mr, err := fi.RegisterMR(b.Domain, &fi.MRAttr{Buf: mem, Access: fi.AccessRemoteWrite | fi.AccessRemoteRead, RequestedKey: 42}, 0)
 	require.NoError(t, err)
 	defer mr.Close()
@@ -221,18 +210,29 @@ func rma(t *testing.T, ctx context.Context, a, b *fabnet.Endpoint, ab fi.Addr) {
 	if b.Info.DomainAttr.MRMode&fi.MRModeVirtAddr != 0 {
 		base = uint64(uintptr(unsafe.Pointer(&mem[0])))
 	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := b.Recv(ctx, make([]byte, 8))
+		done <- err
+	}()
 	require.NoError(t, a.Write(ctx, []byte("written"), ab, base+6, mr.Key()))
 	got := make([]byte, 7)
 	require.NoError(t, a.Read(ctx, got, ab, base+6, mr.Key()))
 	require.Equal(t, "written", string(got))
+	require.NoError(t, a.SendTo(ctx, []byte("done"), ab))
+	require.NoError(t, <-done)
+	require.Equal(t, "......written.......", string(mem))
 }
 
 // TestZeroAllocs: in steady state the blocking calls allocate nothing:
 // a round trip of Send and Recv on a tcp connection, and of SendTo,
-// RecvFrom, TSend, TRecv, Write and Read on shm and tcp RDM endpoints.
+// RecvFrom, TSend, TRecv, Write and Read on shm and tcp RDM endpoints;
+// 64-byte messages (injected) and, over tcp, 1 KiB ones (posted, and
+// waited for).
 func TestZeroAllocs(t *testing.T) {
 	ctx := ctxFor(t)
-	msg, buf := make([]byte, 64), make([]byte, 64)
+	msg, buf := make([]byte, 64), make([]byte, 1024)
+	big := make([]byte, 1024)
 	check := func(t *testing.T, round func()) {
 		for range 10 {
 			round()
@@ -247,6 +247,9 @@ func TestZeroAllocs(t *testing.T) {
 			require.NoError(t, err)
 			require.NoError(t, s.Send(ctx, msg))
 			_, err = c.Recv(ctx, buf)
+			require.NoError(t, err)
+			require.NoError(t, c.Send(ctx, big))
+			_, err = s.Recv(ctx, buf)
 			require.NoError(t, err)
 		})
 	})
@@ -285,7 +288,12 @@ func TestZeroAllocs(t *testing.T) {
 				_, _, err = b.TRecv(ctx, buf, fi.AddrUnspec, 9, 0)
 				require.NoError(t, err)
 				require.NoError(t, a.Write(ctx, msg, ab, base, key))
-				require.NoError(t, a.Read(ctx, buf, ab, base, key))
+				require.NoError(t, a.Read(ctx, buf[:64], ab, base, key))
+				if prov == "tcp" { // eager: complete once written
+					require.NoError(t, a.SendTo(ctx, big, ab))
+					_, err = b.Recv(ctx, buf)
+					require.NoError(t, err)
+				}
 			})
 		})
 	}

@@ -276,7 +276,7 @@ func ctxPeers(t *testing.T, s *suite, typ fi.EPType) (a, b *fabnet.Endpoint, ab,
 		name, err := y.Name()
 		skipIfAbsent(t, err, "endpoint names (fi_getname)")
 		addr, err := x.Insert(name)
-		require.NoError(t, err, "insert")
+		skipIfAbsent(t, err, "address vector inserts")
 		return addr
 	}
 	return a, b, insert(a, b), insert(b, a)

@@ -444,8 +444,8 @@ func (e *endpoint) DynCompleted(ctx any, n int) bool {
 	if !ok {
 		return false
 	}
-	// d's fields are mu's: a receive posted meanwhile claims d
-	// (takeDyn) under mu.
+	// d's fields are the receive side's (takeDyn matches d under mu from
+	// a Recv that another goroutine posts): read them with mu held.
 	if !e.mu.TryLock() {
 		d.c.viaCQ.Add(1)
 		return false
