@@ -678,7 +678,15 @@ func TestDataPathAllocs(t *testing.T) {
 			require.Less(t, allocs, iters/100, "Go allocations during %d iterations: %s", iters, out)
 			r := regexp.MustCompile(`empty_reads (\d+) allocs (\d+) ns_per_read`).FindStringSubmatch(out)
 			require.NotNil(t, r, out)
-			require.Equal(t, "0", r[2], "Go allocations during %s reads of an empty queue", r[1])
+			reads, err := strconv.Atoi(r[1])
+			require.NoError(t, err)
+			emptyAllocs, err := strconv.Atoi(r[2])
+			require.NoError(t, err)
+			// Zero per read: one allocation per read would give reads of
+			// them. The provider's progress goroutines and the runtime may
+			// allocate a few while the reads run (165 were seen in 200000
+			// reads on a loaded machine, 0 on a quiet one).
+			require.Less(t, emptyAllocs, reads/1000, "Go allocations during %d reads of an empty queue", reads)
 			g := regexp.MustCompile(`goroutines (\d+) (\d+)`).FindStringSubmatch(out)
 			require.NotNil(t, g, out)
 			require.Equal(t, g[1], g[2], "goroutines before the first open and after the last close")
