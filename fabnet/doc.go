@@ -60,6 +60,20 @@
 // that buffer, not to a later call. A receive that completed before the
 // cancel is returned, not lost.
 //
+// On domains whose MR mode has FI_MR_LOCAL (verbs), every buffer of a
+// data-transfer call needs a registration's desc (fi_mr(3)): the
+// blocking calls register the caller's buffers themselves, as
+// libfabric's registration cache does for its utility providers. A
+// buffer inside an earlier registration reuses it (a registration covers
+// its slice up to its capacity), so a conversation over the same buffers
+// registers once; an endpoint keeps its 16 most recent registrations,
+// which keep their buffers reachable until evicted or the endpoint
+// closes, and never deregisters memory under an operation still posted.
+// fabnet's hints therefore declare FI_MR_LOCAL; without hints of the
+// caller's they also declare FI_MR_ALLOCATED, FI_MR_VIRT_ADDR and
+// FI_MR_PROV_KEY, which the endpoint's Info shows for the addresses and
+// keys of Read and Write.
+//
 // On providers whose data progress is manual (FI_PROGRESS_MANUAL: shm,
 // tcp;ofi_rxm), an endpoint moves data only while a call reads its
 // queues, as in libfabric: the target of Read and Write answers while it

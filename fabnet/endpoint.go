@@ -313,6 +313,9 @@ func openOn(f fi.Fabric, release func() error, domInfo, info *fi.Info, cfg *Endp
 	}
 	e.tx.init(e.TxCQ, spin, false)
 	e.rx.init(e.RxCQ, spin, info.Caps&fi.CapSource != 0)
+	if mrs := newMRCache(e.Domain, info); mrs != nil {
+		e.tx.mrs, e.rx.mrs = mrs, mrs
+	}
 	return e, nil
 }
 
@@ -327,6 +330,9 @@ func (e *Endpoint) Close() error {
 		return errors.Wrap(fi.EBADF, "fabnet: close: endpoint already closed")
 	}
 	c := closers{e.EP.Close, e.TxCQ.Close, e.RxCQ.Close}
+	if e.tx.mrs != nil {
+		c = append(c, e.tx.mrs.close)
+	}
 	if e.EQ != nil {
 		c = append(c, e.EQ.Close)
 	}
@@ -410,8 +416,15 @@ func prepHints(h *fi.Info, prov string, typ fi.EPType, caps fi.Caps) *fi.Info {
 		h.EPAttr = &fi.EPAttr{}
 	}
 	if h.DomainAttr == nil {
-		h.DomainAttr = &fi.DomainAttr{}
+		// The MR modes fabnet follows for its caller: FI_MR_LOCAL (its
+		// blocking calls register buffers themselves), FI_MR_ALLOCATED
+		// (Go memory is allocated), and for RMA FI_MR_VIRT_ADDR and
+		// FI_MR_PROV_KEY, which the caller sees in the endpoint's Info
+		// (addresses and keys of Read and Write). Hints with domain
+		// attributes keep their own modes, plus FI_MR_LOCAL.
+		h.DomainAttr = &fi.DomainAttr{MRMode: fi.MRModeVirtAddr | fi.MRModeAllocated | fi.MRModeProvKey}
 	}
+	h.DomainAttr.MRMode |= fi.MRModeLocal
 	if h.FabricAttr == nil {
 		h.FabricAttr = &fi.FabricAttr{}
 	}

@@ -147,11 +147,14 @@ type op struct {
 	tag uint64
 	src fi.Addr
 	err *eq.CQError
+	// reg is the registration of the operation's buffer, held until its
+	// entry is read (FI_MR_LOCAL domains; nil otherwise).
+	reg *mrReg
 	// pad makes an op 128 bytes, a size class whose objects start on
 	// cache-line boundaries, so that the ops of goroutines on different
 	// CPUs (the two sides of a conversation in one process) never share
 	// a line that each side writes on every operation.
-	_ [88]byte
+	_ [80]byte
 }
 
 // waitQueue is one completion queue with the blocking calls that wait on
@@ -179,6 +182,9 @@ type waitQueue struct {
 	// lines.
 	idle *op
 	free []*op
+	// mrs registers the operations' buffers on FI_MR_LOCAL domains (nil
+	// elsewhere).
+	mrs *mrCache
 }
 
 func (q *waitQueue) init(cq eq.CompletionQueue, spin time.Duration, from bool) {
@@ -204,6 +210,10 @@ func (q *waitQueue) get() *op {
 
 // put returns o to the free list.
 func (q *waitQueue) put(o *op) {
+	if o.reg != nil {
+		q.mrs.put(o.reg)
+		o.reg = nil
+	}
 	o.done, o.abandoned, o.err = false, false, nil
 	if q.idle == nil {
 		q.idle = o
@@ -462,8 +472,19 @@ func (e *Endpoint) doLocked(ctx context.Context, q *waitQueue, a *args) (n int, 
 	src = fi.AddrUnspec
 	q.withSrc = a.src && q.from
 	o := q.get()
+	var desc any
+	if q.mrs != nil {
+		reg, err := q.mrs.get(a.buf)
+		if err != nil {
+			q.put(o)
+			return 0, 0, src, e.failed(a.kind.String(), err)
+		}
+		if reg != nil {
+			o.reg, desc = reg, reg.desc
+		}
+	}
 	for i := 0; ; i++ {
-		err := e.post(a, o)
+		err := e.post(a, o, desc)
 		if err == nil {
 			break
 		}
@@ -508,39 +529,39 @@ func (e *Endpoint) doLocked(ctx context.Context, q *waitQueue, a *args) (n int, 
 	return n, tag, src, nil
 }
 
-// post posts a with context o.
-func (e *Endpoint) post(a *args, o *op) error {
+// post posts a with context o and the buffer's desc.
+func (e *Endpoint) post(a *args, o *op, desc any) error {
 	switch a.kind {
 	case opSend:
 		if e.msg == nil {
 			return e.msgErr
 		}
-		return e.msg.Send(a.buf, nil, a.addr, o)
+		return e.msg.Send(a.buf, desc, a.addr, o)
 	case opRecv:
 		if e.msg == nil {
 			return e.msgErr
 		}
-		return e.msg.Recv(a.buf, nil, a.addr, o)
+		return e.msg.Recv(a.buf, desc, a.addr, o)
 	case opTSend:
 		if e.tagged == nil {
 			return e.taggedErr
 		}
-		return e.tagged.TSend(a.buf, nil, a.addr, a.tag, o)
+		return e.tagged.TSend(a.buf, desc, a.addr, a.tag, o)
 	case opTRecv:
 		if e.tagged == nil {
 			return e.taggedErr
 		}
-		return e.tagged.TRecv(a.buf, nil, a.addr, a.tag, a.ignore, o)
+		return e.tagged.TRecv(a.buf, desc, a.addr, a.tag, a.ignore, o)
 	case opRead:
 		if e.rma == nil {
 			return e.rmaErr
 		}
-		return e.rma.Read(a.buf, nil, a.addr, a.raddr, a.key, o)
+		return e.rma.Read(a.buf, desc, a.addr, a.raddr, a.key, o)
 	default:
 		if e.rma == nil {
 			return e.rmaErr
 		}
-		return e.rma.Write(a.buf, nil, a.addr, a.raddr, a.key, o)
+		return e.rma.Write(a.buf, desc, a.addr, a.raddr, a.key, o)
 	}
 }
 

@@ -582,7 +582,10 @@ func TestRunfabtestsShort(t *testing.T) {
 	if out, err := exec.Command(unshare, append(unshareArgs, "true")...).CombinedOutput(); err != nil {
 		reftest.Missing(t, "runfabtests.sh kills every fi_* process of the host, so it runs in a PID namespace of its own, and unshare %v fails: %v: %s", unshareArgs, err, out)
 	}
-	line := regexp.MustCompile(`^(fi_\S.*?) -p "\S+":\s+(Pass|Notrun|Fail|Excluded)$`)
+	// With -v runfabtests.sh prints each test as YAML, with the output of
+	// the failed ones: "- name:   fi_x -p \"prov\"", then "  result: Pass".
+	nameLine := regexp.MustCompile(`^- name:\s+(fi_\S.*?) -p "\S+"$`)
+	resultLine := regexp.MustCompile(`^\s+result:\s+(Pass|Notrun|Fail|Excluded)`)
 	for _, c := range []struct {
 		prov, env string
 		notrun    *regexp.Regexp // tests that may end Notrun
@@ -599,24 +602,30 @@ func TestRunfabtestsShort(t *testing.T) {
 			// the host whose name starts with fi_: in a PID namespace of
 			// its own it sees only its own.
 			cmd := command(e, unshare, append(unshareArgs, filepath.Join(bin, "runfabtests.sh"),
-				"-p", bin, "-t", "short", "-T", "60", "-e", "atomic,multi_recv", c.prov)...)
+				"-v", "-p", bin, "-t", "short", "-T", "60", "-e", "atomic,multi_recv", c.prov)...)
 			cmd.Dir = t.TempDir() // it writes its temporary files there
 			p := startCmd(t, "runfabtests.sh", cmd)
 			p.limit = 15 * time.Minute
 			p.wait(t)
 			counts := map[string]int{}
+			name := ""
 			for _, l := range strings.Split(p.out.String(), "\n") {
-				m := line.FindStringSubmatch(strings.TrimSpace(l))
-				if m == nil {
+				if m := nameLine.FindStringSubmatch(l); m != nil {
+					name = m[1]
 					continue
 				}
-				counts[m[2]]++
-				switch {
-				case m[2] == "Fail":
-					t.Errorf("%s failed", m[1])
-				case m[2] == "Notrun" && !c.notrun.MatchString(m[1]):
-					t.Errorf("%s did not run", m[1])
+				m := resultLine.FindStringSubmatch(l)
+				if m == nil || name == "" {
+					continue
 				}
+				counts[m[1]]++
+				switch {
+				case m[1] == "Fail":
+					t.Errorf("%s failed", name)
+				case m[1] == "Notrun" && !c.notrun.MatchString(name):
+					t.Errorf("%s did not run", name)
+				}
+				name = ""
 			}
 			require.NotZero(t, counts["Pass"], p.report())
 			t.Logf("%s: %d pass, %d not run, %d excluded, %d fail", c.prov, counts["Pass"], counts["Notrun"], counts["Excluded"], counts["Fail"])

@@ -69,7 +69,7 @@ func TestConformanceVerbsRDM(t *testing.T) {
 		Provider: verbsName,
 		Hints:    &fi.Info{FabricAttr: &fi.FabricAttr{}, EPAttr: &fi.EPAttr{}, DomainAttr: &fi.DomainAttr{MRMode: verbsMRMode}},
 		Node:     node,
-		Groups:   []string{"rdm", "tagged", "rma/rdm", "atomic", "multi-recv"},
+		Groups:   []string{"rdm", "tagged", "rma/rdm", "atomic", "multi-recv", "wait", "context"},
 		// The VM under -race runs an atomic round trip between two
 		// processes in 25-30 ms: atomic/ops/2proc's 301 calls take
 		// about 8 s, one step of the suite.

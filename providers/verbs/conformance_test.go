@@ -37,7 +37,7 @@ func TestConformance(t *testing.T) {
 		Hints: &fi.Info{Mode: fi.ModeRxCQData, FabricAttr: &fi.FabricAttr{}, EPAttr: &fi.EPAttr{},
 			DomainAttr: &fi.DomainAttr{MRMode: msgMRMode}},
 		Node:   ip.String(),
-		Groups: []string{"unit", "cm", "msg", "rma", "close", "concurrency", "badinput", "faults"},
+		Groups: []string{"unit", "cm", "msg", "rma", "close", "concurrency", "badinput", "faults", "wait", "context"},
 		Exclude: map[string]string{
 			"msg/truncate": "a receive shorter than the message completes with IBV_WC_LOC_LEN_ERR (fi.ETRUNC) " +
 				"and moves the RC queue pair to the error state (IBTA 10.8.3), so the connection cannot carry on, " +
