@@ -58,3 +58,18 @@ func TestAs(t *testing.T) {
 	require.ErrorIs(t, err, fi.ENOSYS, "opened without FI_MSG")
 	require.ErrorContains(t, err, "opened without FI_MSG")
 }
+
+// TestState: State reads the state of endpoints that keep one and
+// refuses, with ENOSYS and the type, those that do not.
+func TestState(t *testing.T) {
+	_, err := ep.State(&plainEP{})
+	require.ErrorIs(t, err, fi.ENOSYS)
+	require.Contains(t, err.Error(), "plainEP")
+	s, err := ep.State(stater{ep.CMConnected})
+	require.NoError(t, err)
+	require.Equal(t, ep.CMConnected, s)
+}
+
+type stater struct{ s ep.CMState }
+
+func (s stater) CMState() ep.CMState { return s.s }

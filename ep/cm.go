@@ -79,6 +79,26 @@ func (s CMState) String() string {
 	return fmt.Sprintf("CMState(%d)", int32(s))
 }
 
+// Stater is implemented by endpoints that report their
+// connection-management state: MSG endpoints and passive endpoints.
+type Stater interface {
+	// CMState returns the endpoint's current state.
+	CMState() CMState
+}
+
+// State returns the connection-management state of an endpoint or a
+// passive endpoint (gofabric's own; libfabric keeps it inside the
+// provider). It is a snapshot: events on the endpoint's EQ move it on.
+// It returns fi.ENOSYS with the reason for endpoints without one
+// (connectionless endpoints, providers that do not report it).
+func State(x any) (CMState, error) {
+	s, ok := x.(Stater)
+	if !ok {
+		return 0, errors.Wrapf(fi.ENOSYS, "ep: state: %T has no connection state", x)
+	}
+	return s.CMState(), nil
+}
+
 // ConnState is the connection state machine of a connection-oriented
 // active endpoint (the state a libfabric provider keeps in its fid_ep for
 // fi_connect, fi_accept and fi_shutdown; fi_cm(3)). Providers call one

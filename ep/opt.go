@@ -13,6 +13,11 @@ const (
 	// OptLevelEndpoint is FI_OPT_ENDPOINT, the level of fi_endpoint(3)'s
 	// options.
 	OptLevelEndpoint OptLevel = 0
+	// OptLevelCM is gofabric's own level of connection-management
+	// options (OptConnTimeout, OptConnRetries, OptConnState).
+	// libfabric 1.17 defines FI_OPT_ENDPOINT alone, and C providers
+	// answer this level with FI_ENOPROTOOPT.
+	OptLevelCM OptLevel = 0x4746 // "GF"
 )
 
 // OptName names an option of a level (the optname of fi_setopt).
@@ -39,6 +44,24 @@ const (
 	// OptTxSize and OptRxSize are FI_OPT_TX_SIZE and FI_OPT_RX_SIZE.
 	OptTxSize OptName = 6
 	OptRxSize OptName = 7
+)
+
+// OptLevelCM options, on MSG endpoints of the providers that connect
+// (tcp, verbs).
+const (
+	// OptConnTimeout is the time in milliseconds that Connect waits for
+	// the peer's answer before the attempt fails with fi.ETIMEDOUT and
+	// eq.ReasonTimedOut; set it before Connect. Its default is the
+	// provider's (tcp: FI_TCP_CONN_TIMEOUT; verbs: its resolution and CM
+	// response timeouts).
+	OptConnTimeout OptName = 1
+	// OptConnRetries is how often the connection request is sent again
+	// when unanswered (tcp: SYN retransmissions, TCP_SYNCNT; verbs: the
+	// retry count of rdma_conn_param, at most 7); set it before Connect.
+	OptConnRetries OptName = 2
+	// OptConnState is the endpoint's connection state, a CMState
+	// (read-only; the same as State).
+	OptConnState OptName = 3
 )
 
 // Options is implemented by endpoints with options (fi_setopt and

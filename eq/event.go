@@ -1,6 +1,7 @@
 package eq
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/gofabric/gofabric/fi"
@@ -159,14 +160,85 @@ type EQError struct {
 	// ErrData is provider data; for a rejected connection it holds the
 	// private data the peer passed to Reject.
 	ErrData []byte
+	// Reason says why a connection attempt or a connection failed, the
+	// same on every provider (gofabric's own; fi_eq_err_entry has no
+	// such field, and C providers leave it to prov_errno, which keeps the
+	// provider's own code here too). ReasonUnknown for other errors.
+	Reason ConnReason
 }
 
 // Error returns the error's text.
 func (e *EQError) Error() string {
+	s := "eq error: " + e.Err.Error()
 	if e.ProvErrno != 0 {
-		return fmt.Sprintf("eq error: %v (prov_errno %d)", e.Err, e.ProvErrno)
+		s = fmt.Sprintf("%s (prov_errno %d)", s, e.ProvErrno)
 	}
-	return "eq error: " + e.Err.Error()
+	if e.Reason != ReasonUnknown {
+		s += ": " + e.Reason.String()
+	}
+	return s
+}
+
+// ConnReason is why a connection attempt or an established connection
+// ended in an error event (EQError.Reason). It is the same on every
+// provider; the provider's own code stays in EQError.ProvErrno (a
+// socket errno on tcp, an IB CM reject reason on verbs).
+type ConnReason uint8
+
+// Connection failure reasons, each with the error code it comes with.
+const (
+	// ReasonUnknown: not a connection failure, or one the provider
+	// cannot tell apart.
+	ReasonUnknown ConnReason = iota
+	// ReasonRejected: the peer's application refused the request
+	// (fi_reject); EQError.ErrData holds its private data, possibly
+	// none. fi.ECONNREFUSED.
+	ReasonRejected
+	// ReasonNoListener: nothing listens at the address (a TCP reset to
+	// the connect; IB's "invalid service ID"). fi.ECONNREFUSED.
+	ReasonNoListener
+	// ReasonBacklogFull: the listener's backlog of requests that its
+	// application has not answered is full. fi.ECONNREFUSED.
+	ReasonBacklogFull
+	// ReasonTimedOut: no answer within the connect timeout (the
+	// endpoint's ep.OptConnTimeout, or the provider's default).
+	// fi.ETIMEDOUT.
+	ReasonTimedOut
+	// ReasonUnreachable: no route to the address, or its resolution
+	// failed. fi.EHOSTUNREACH or fi.ENETUNREACH.
+	ReasonUnreachable
+	// ReasonTransport: the transport failed under the connection: a
+	// reset, a malformed or unexpected message from the peer, a
+	// device error. The error code is the transport's.
+	ReasonTransport
+)
+
+var connReasonNames = [...]string{
+	ReasonUnknown:     "unknown",
+	ReasonRejected:    "rejected by the peer",
+	ReasonNoListener:  "nothing listening",
+	ReasonBacklogFull: "peer's backlog full",
+	ReasonTimedOut:    "timed out",
+	ReasonUnreachable: "unreachable",
+	ReasonTransport:   "transport error",
+}
+
+// String names the reason ("nothing listening").
+func (r ConnReason) String() string {
+	if int(r) < len(connReasonNames) {
+		return connReasonNames[r]
+	}
+	return fmt.Sprintf("ConnReason(%d)", uint8(r))
+}
+
+// ReasonOf returns the Reason of the first *EQError in err's chain, and
+// ReasonUnknown when there is none.
+func ReasonOf(err error) ConnReason {
+	var e *EQError
+	if errors.As(err, &e) {
+		return e.Reason
+	}
+	return ReasonUnknown
 }
 
 // Unwrap returns Err.
