@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gofabric/gofabric/eq"
 	"github.com/gofabric/gofabric/fabnet"
 	"github.com/gofabric/gofabric/fi"
 	"github.com/gofabric/gofabric/internal/exampletest"
@@ -204,7 +205,9 @@ func TestConnect(t *testing.T) {
 }
 
 // TestReject: a reject with data and one without reach Dial as a
-// *RejectedError with that data, which matches fi.ECONNREFUSED.
+// *RejectedError with that data and eq.ReasonRejected, which matches
+// fi.ECONNREFUSED; an address where nothing listens gives one with
+// eq.ReasonNoListener.
 func TestReject(t *testing.T) {
 	noLeaks(t)
 	ctx := ctxFor(t)
@@ -220,10 +223,26 @@ func TestReject(t *testing.T) {
 		var rej *fabnet.RejectedError
 		require.ErrorAs(t, err, &rej)
 		require.Equal(t, data, string(rej.Data))
+		require.Equal(t, eq.ReasonRejected, rej.Reason)
+		require.Equal(t, eq.ReasonRejected, eq.ReasonOf(err))
 		require.ErrorIs(t, err, fi.ECONNREFUSED)
 		require.Equal(t, fi.ECONNREFUSED, fi.Code(err))
 		require.Contains(t, err.Error(), ln.Addr().String())
+		require.Contains(t, err.Error(), "(rejected by the peer)")
 	}
+
+	l, err := net.Listen("tcp4", "127.0.0.1:0")
+	require.NoError(t, err)
+	closed := l.Addr().String()
+	require.NoError(t, l.Close())
+	_, err = fabnet.Dial(ctx, "tcp", closed)
+	var rej *fabnet.RejectedError
+	require.ErrorAs(t, err, &rej)
+	require.Equal(t, eq.ReasonNoListener, rej.Reason)
+	require.Equal(t, eq.ReasonNoListener, eq.ReasonOf(err))
+	require.Empty(t, rej.Data)
+	require.ErrorIs(t, err, fi.ECONNREFUSED)
+	require.EqualError(t, err, "fabnet: dial "+closed+": connection refused (nothing listening)")
 }
 
 // TestOnRequest: an error from OnRequest rejects the request (with the
@@ -342,6 +361,7 @@ func TestCloseListenerWhileDialWaits(t *testing.T) {
 	require.NoError(t, ln.Close())
 	err = <-errc
 	require.ErrorIs(t, err, fi.ECONNREFUSED)
+	require.Equal(t, eq.ReasonNoListener, eq.ReasonOf(err), "the listener went away: %v", err)
 }
 
 // TestCloseWhileAccept: Close wakes an Accept that waits, which returns
