@@ -245,6 +245,27 @@ func TestReject(t *testing.T) {
 	require.EqualError(t, err, "fabnet: dial "+closed+": connection refused (nothing listening)")
 }
 
+// TestDialProviderTimeout: a listener that never answers the request,
+// and no deadline on the context: Dial ends when the provider's connect
+// timeout (FI_TCP_CONN_TIMEOUT, 300 ms here) runs out, with an error that
+// matches fi.ETIMEDOUT and carries eq.ReasonTimedOut, and is no
+// *RejectedError.
+func TestDialProviderTimeout(t *testing.T) {
+	noLeaks(t)
+	t.Setenv("FI_TCP_CONN_TIMEOUT", "300")
+	ln := listen(t, nil) // never accepts
+	start := time.Now()
+	c, err := fabnet.Dial(context.Background(), "tcp", ln.Addr().String())
+	took := time.Since(start)
+	require.Nil(t, c)
+	require.ErrorIs(t, err, fi.ETIMEDOUT)
+	require.Equal(t, eq.ReasonTimedOut, eq.ReasonOf(err), "%v", err)
+	var rej *fabnet.RejectedError
+	require.False(t, errors.As(err, &rej), "a timeout is no reject: %v", err)
+	require.GreaterOrEqual(t, took, 300*time.Millisecond)
+	require.Less(t, took, 10*time.Second)
+}
+
 // TestOnRequest: an error from OnRequest rejects the request (with the
 // data of a *RejectedError), and Accept goes on to the next one, which
 // OnRequest lets through.
