@@ -94,7 +94,14 @@ func unroutedAddr(t *testing.T) (dst netip.Addr, src string) {
 
 // garbagePeer returns the address of a listener that reads a connection
 // request and answers with a CM header of version 9; cleanup stops it.
-func garbagePeer(t testing.TB) []byte {
+func garbagePeer(t testing.TB) []byte { return answeringPeer(t, false) }
+
+// resetPeer returns the address of a listener that reads a connection
+// request and resets the connection (SO_LINGER 0, close).
+func resetPeer(t testing.TB) []byte { return answeringPeer(t, true) }
+
+// answeringPeer is garbagePeer, or resetPeer with reset.
+func answeringPeer(t testing.TB, reset bool) []byte {
 	t.Helper()
 	l, err := net.Listen("tcp4", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -109,6 +116,10 @@ func garbagePeer(t testing.TB) []byte {
 		var req [32]byte
 		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
 		if _, err := c.Read(req[:]); err != nil {
+			return
+		}
+		if reset {
+			_ = c.(*net.TCPConn).SetLinger(0)
 			return
 		}
 		bad := make([]byte, 32)
@@ -197,7 +208,7 @@ func (s *server) request(t testing.TB) *eq.ConnReq {
 // (ReasonBacklogFull: the reject's code, where both before had ProvErrno 0
 // and no data), no answer (ReasonTimedOut, with OptConnTimeout 300 ms), no
 // route (ReasonUnreachable: ENETUNREACH from a namespace that has none),
-// and a malformed answer (ReasonTransport).
+// and a malformed answer or a reset (ReasonTransport).
 func TestConnectFailureReasons(t *testing.T) {
 	cleanEnv(t)
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
@@ -262,6 +273,9 @@ func TestConnectFailureReasons(t *testing.T) {
 		{"malformed answer", func(t *testing.T) ([]byte, func()) {
 			return garbagePeer(t), nil
 		}, nil, 0, fi.EIO, 0, eq.ReasonTransport, "", ep.CMFailed},
+		{"reset", func(t *testing.T) ([]byte, func()) {
+			return resetPeer(t), nil
+		}, nil, 0, fi.ECONNRESET, int(unix.ECONNRESET), eq.ReasonTransport, "", ep.CMFailed},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
