@@ -71,11 +71,12 @@ func (a *Addr) String() string {
 	return fi.AddrString(a.Format, a.Raw)
 }
 
-// RejectedError is the error of a connection request that the peer
-// refused (fi_reject(3) on its side; an FI_ECONNREFUSED error event on
-// ours; rdma_cm's RDMA_CM_EVENT_REJECTED). It unwraps to
-// fi.ECONNREFUSED, so errors.Is(err, fi.ECONNREFUSED) and
-// errors.Is(err, syscall.ECONNREFUSED) hold.
+// RejectedError is the error of a connection request that was refused
+// (fi_reject(3) on the peer's side; an FI_ECONNREFUSED error event on
+// ours; rdma_cm's RDMA_CM_EVENT_REJECTED), or that found nothing
+// listening. Reason says which. It unwraps to fi.ECONNREFUSED, so
+// errors.Is(err, fi.ECONNREFUSED) and errors.Is(err,
+// syscall.ECONNREFUSED) hold, and eq.ReasonOf(err) is Reason.
 type RejectedError struct {
 	// Addr is the address that was dialed.
 	Addr string
@@ -83,20 +84,37 @@ type RejectedError struct {
 	// event's err_data), empty when it gave none or when nothing answered
 	// at the address (a refused transport connect).
 	Data []byte
+	// Reason is why the request was refused, the event's (eq.EQError's
+	// Reason): eq.ReasonRejected when the peer's application rejected it
+	// (with Data), eq.ReasonNoListener when nothing listens at the
+	// address, eq.ReasonBacklogFull when the listener's backlog was full,
+	// eq.ReasonUnknown when the provider cannot tell.
+	Reason eq.ConnReason
 	// Event is the error event itself, with the provider's errno.
 	Event *eq.EQError
 }
 
-// Error says who refused, and how much data came with the refusal.
+// Error says who refused, why, and how much data came with the refusal.
 func (e *RejectedError) Error() string {
-	if len(e.Data) > 0 {
-		return fmt.Sprintf("fabnet: dial %s: connection refused, with %d bytes of reject data", e.Addr, len(e.Data))
+	s := fmt.Sprintf("fabnet: dial %s: connection refused", e.Addr)
+	if e.Reason != eq.ReasonUnknown {
+		s += " (" + e.Reason.String() + ")"
 	}
-	return fmt.Sprintf("fabnet: dial %s: connection refused", e.Addr)
+	if len(e.Data) > 0 {
+		s += fmt.Sprintf(", with %d bytes of reject data", len(e.Data))
+	}
+	return s
 }
 
-// Unwrap returns fi.ECONNREFUSED.
-func (e *RejectedError) Unwrap() error { return fi.ECONNREFUSED }
+// Unwrap returns the event, which unwraps to fi.ECONNREFUSED (so that
+// eq.ReasonOf and errors.As find it), or fi.ECONNREFUSED itself when
+// there is no such event.
+func (e *RejectedError) Unwrap() error {
+	if e.Event != nil && e.Event.Err == fi.ECONNREFUSED {
+		return e.Event
+	}
+	return fi.ECONNREFUSED
+}
 
 // Dialer connects to a listening peer (fi_connect(3); librdmacm's
 // rdma_create_ep followed by rdma_connect; net.Dialer). The zero Dialer
@@ -186,7 +204,7 @@ func (e *Endpoint) connect(ctx context.Context, dest, data []byte, addr string) 
 	if err != nil {
 		var ee *eq.EQError
 		if errors.As(err, &ee) && ee.Err == fi.ECONNREFUSED {
-			return nil, &RejectedError{Addr: addr, Data: ee.ErrData, Event: ee}
+			return nil, &RejectedError{Addr: addr, Data: ee.ErrData, Reason: ee.Reason, Event: ee}
 		}
 		return nil, fail(err, "connect")
 	}

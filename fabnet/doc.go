@@ -13,9 +13,13 @@
 // binds and enables them, connects (fi_connect) with the Dialer's private
 // data, and waits on the event queue for FI_CONNECTED. It returns a
 // [*Conn] with the peer's accept data, a [*RejectedError] with the
-// reject's data when the peer rejects, or an error that wraps the
-// failure's fi.Errno and names the step. When the context ends first the
-// endpoint is closed and the error is fi.ContextError's: both
+// reject's data and its reason when the request is refused (the peer's
+// application rejected it, nothing listens, the listener's backlog is
+// full), or an error that wraps the failure's fi.Errno and names the
+// step; eq.ReasonOf reads the reason of a failed connect from either
+// (eq.ReasonTimedOut when the provider's connect timeout ran out,
+// eq.ReasonUnreachable...). When the context ends first the endpoint is
+// closed and the error is fi.ContextError's: both
 // context.DeadlineExceeded and fi.ETIMEDOUT after a deadline.
 //
 // [Listen] (rdma_listen; net.Listen) opens a passive endpoint with its

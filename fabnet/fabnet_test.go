@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gofabric/gofabric/eq"
 	"github.com/gofabric/gofabric/fabnet"
 	"github.com/gofabric/gofabric/fi"
 	"github.com/gofabric/gofabric/internal/exampletest"
@@ -204,7 +205,9 @@ func TestConnect(t *testing.T) {
 }
 
 // TestReject: a reject with data and one without reach Dial as a
-// *RejectedError with that data, which matches fi.ECONNREFUSED.
+// *RejectedError with that data and eq.ReasonRejected, which matches
+// fi.ECONNREFUSED; an address where nothing listens gives one with
+// eq.ReasonNoListener.
 func TestReject(t *testing.T) {
 	noLeaks(t)
 	ctx := ctxFor(t)
@@ -220,10 +223,47 @@ func TestReject(t *testing.T) {
 		var rej *fabnet.RejectedError
 		require.ErrorAs(t, err, &rej)
 		require.Equal(t, data, string(rej.Data))
+		require.Equal(t, eq.ReasonRejected, rej.Reason)
+		require.Equal(t, eq.ReasonRejected, eq.ReasonOf(err))
 		require.ErrorIs(t, err, fi.ECONNREFUSED)
 		require.Equal(t, fi.ECONNREFUSED, fi.Code(err))
 		require.Contains(t, err.Error(), ln.Addr().String())
+		require.Contains(t, err.Error(), "(rejected by the peer)")
 	}
+
+	l, err := net.Listen("tcp4", "127.0.0.1:0")
+	require.NoError(t, err)
+	closed := l.Addr().String()
+	require.NoError(t, l.Close())
+	_, err = fabnet.Dial(ctx, "tcp", closed)
+	var rej *fabnet.RejectedError
+	require.ErrorAs(t, err, &rej)
+	require.Equal(t, eq.ReasonNoListener, rej.Reason)
+	require.Equal(t, eq.ReasonNoListener, eq.ReasonOf(err))
+	require.Empty(t, rej.Data)
+	require.ErrorIs(t, err, fi.ECONNREFUSED)
+	require.EqualError(t, err, "fabnet: dial "+closed+": connection refused (nothing listening)")
+}
+
+// TestDialProviderTimeout: a listener that never answers the request,
+// and no deadline on the context: Dial ends when the provider's connect
+// timeout (FI_TCP_CONN_TIMEOUT, 300 ms here) runs out, with an error that
+// matches fi.ETIMEDOUT and carries eq.ReasonTimedOut, and is no
+// *RejectedError.
+func TestDialProviderTimeout(t *testing.T) {
+	noLeaks(t)
+	t.Setenv("FI_TCP_CONN_TIMEOUT", "300")
+	ln := listen(t, nil) // never accepts
+	start := time.Now()
+	c, err := fabnet.Dial(context.Background(), "tcp", ln.Addr().String())
+	took := time.Since(start)
+	require.Nil(t, c)
+	require.ErrorIs(t, err, fi.ETIMEDOUT)
+	require.Equal(t, eq.ReasonTimedOut, eq.ReasonOf(err), "%v", err)
+	var rej *fabnet.RejectedError
+	require.False(t, errors.As(err, &rej), "a timeout is no reject: %v", err)
+	require.GreaterOrEqual(t, took, 300*time.Millisecond)
+	require.Less(t, took, 10*time.Second)
 }
 
 // TestOnRequest: an error from OnRequest rejects the request (with the
@@ -342,6 +382,7 @@ func TestCloseListenerWhileDialWaits(t *testing.T) {
 	require.NoError(t, ln.Close())
 	err = <-errc
 	require.ErrorIs(t, err, fi.ECONNREFUSED)
+	require.Equal(t, eq.ReasonNoListener, eq.ReasonOf(err), "the listener went away: %v", err)
 }
 
 // TestCloseWhileAccept: Close wakes an Accept that waits, which returns

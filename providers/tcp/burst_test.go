@@ -233,9 +233,10 @@ func TestBacklogDefault(t *testing.T) {
 
 // TestBacklogOverflowReject: requests beyond a backlog the application set
 // are rejected, and the requester can tell that reject (ECONNREFUSED with
-// ProvErrno 0: the peer's provider answered) from an address where
-// nothing listens (ECONNREFUSED with ProvErrno ECONNREFUSED, the kernel's
-// answer to the TCP connect).
+// ProvErrno 0 and eq.ReasonBacklogFull: the peer's provider answered)
+// from an address where nothing listens (ECONNREFUSED with ProvErrno
+// ECONNREFUSED, the kernel's answer to the TCP connect, and
+// eq.ReasonNoListener).
 func TestBacklogOverflowReject(t *testing.T) {
 	cleanEnv(t)
 	f, q, pep, name := listen(t)
@@ -259,6 +260,7 @@ func TestBacklogOverflowReject(t *testing.T) {
 	require.True(t, ok, "got %T %v", ev, ev)
 	require.Equal(t, fi.ECONNREFUSED, full.Err)
 	require.Zero(t, full.ProvErrno, "a reject from the peer's provider")
+	require.Equal(t, eq.ReasonBacklogFull, full.Reason)
 	require.Empty(t, full.ErrData)
 
 	// Nothing listening.
@@ -278,6 +280,7 @@ func TestBacklogOverflowReject(t *testing.T) {
 	require.True(t, ok, "got %T %v", ev, ev)
 	require.Equal(t, fi.ECONNREFUSED, none.Err)
 	require.Equal(t, int(unix.ECONNREFUSED), none.ProvErrno, "the kernel refused the TCP connect")
+	require.Equal(t, eq.ReasonNoListener, none.Reason)
 
 	for _, x := range append(sides[:], s) {
 		x.close(t)

@@ -78,7 +78,10 @@
 // FI_BACKLOG): a burst of connections the kernel queued is reported in
 // full (1,000 clients connecting at once all connect). Requests beyond a
 // backlog the application set, and those pending when the passive
-// endpoint closes, are rejected without data.
+// endpoint closes, are rejected without data, and with a reject code
+// that tells a gofabric requester which (docs/wire-tcp.md, §2.9: a field
+// of the reject that C 1.17 ignores, so that a C requester sees the
+// plain reject it always did).
 //
 // A listener reads the requests of at most 256 accepted sockets at once.
 // When that many wait, it closes the oldest that has sent nothing (or
@@ -88,18 +91,73 @@
 // and clients behind a flood of them still connect.
 //
 // Connect returns at once; a goroutine dials, sends the request and reads
-// the answer, bounded by FI_TCP_CONN_TIMEOUT, and queues eq.Connected or
-// an error event: fi.ECONNREFUSED, fi.ETIMEDOUT, or the socket's error. A
-// refusal says who refused: nothing listening at the address (the kernel
-// refused the TCP connect) has ProvErrno 111 (ECONNREFUSED, the socket's
-// errno, which failed socket calls report in ProvErrno), a reject by the
-// peer (its application, or its backlog full) ProvErrno 0 and the
-// reject's data, if any, in ErrData. Connect and Accept need an enabled
-// endpoint. Shutdown writes what the socket takes of the queued sends,
-// shuts the socket down and queues the endpoint's one eq.Shutdown; the
-// peer gets its eq.Shutdown when it sees the end of the stream (so does a
-// peer whose process died). ep.ConnState enforces the fi_cm(3) state rules:
-// exactly one terminal event per endpoint.
+// the answer, bounded by the connect timeout, and queues eq.Connected or
+// an error event. Connect and Accept need an enabled endpoint. Shutdown
+// writes what the socket takes of the queued sends, shuts the socket down
+// and queues the endpoint's one eq.Shutdown; the peer gets its
+// eq.Shutdown when it sees the end of the stream (so does a peer whose
+// process died). ep.ConnState enforces the fi_cm(3) state rules: exactly
+// one terminal event per endpoint.
+//
+// # Connection failures
+//
+// The error event of a failed attempt (*eq.EQError) carries the code, the
+// socket's errno in ProvErrno where a system call failed (0 otherwise),
+// a reject's data in ErrData, and in Reason (eq.ConnReason, gofabric's
+// own, the same on every provider) why it failed:
+//
+//	cause                                       Err            ProvErrno  Reason
+//	the peer's application rejected (data kept) ECONNREFUSED   0          ReasonRejected
+//	the peer's backlog of requests was full     ECONNREFUSED   0          ReasonBacklogFull
+//	nothing listens (the kernel's TCP reset)    ECONNREFUSED   111        ReasonNoListener
+//	the listener closed with the request        ECONNREFUSED   0          ReasonNoListener
+//	no answer within the connect timeout        ETIMEDOUT      0          ReasonTimedOut
+//	the kernel's SYN retries ran out first      ETIMEDOUT      110        ReasonTimedOut
+//	no route (an ICMP unreachable, or none      ENETUNREACH,   101, 113   ReasonUnreachable
+//	  locally)                                  EHOSTUNREACH
+//	a reset, or a malformed or unexpected       ECONNRESET,    errno, 0   ReasonTransport
+//	  answer                                    EIO, ...
+//
+// Rejects from a C peer carry no reason, and arrive as ReasonRejected,
+// with their data; the backlog-full and closing rejects come from
+// gofabric passive endpoints (they say so in the reject, §2.9). A failed
+// Accept (the answer could not be sent) is ReasonTransport. The
+// endpoint's state (below) is ep.CMRejected after a reject and
+// ep.CMFailed after the other failures.
+//
+// # Connection options and state
+//
+// MSG endpoints implement ep.Options (fi_setopt, fi_getopt):
+//
+//   - ep.OptLevelEndpoint: FI_OPT_CM_DATA_SIZE, 256, read-only, as C's
+//     tcp; setting it, and every other option of the level
+//     (FI_OPT_MIN_MULTI_RECV included: the entries do not offer
+//     FI_MULTI_RECV), gives fi.ENOPROTOOPT.
+//   - ep.OptLevelCM (gofabric's own level; C 1.17 has no such options):
+//     ep.OptConnTimeout, the milliseconds Connect waits for the peer's
+//     answer (at least 1; default FI_TCP_CONN_TIMEOUT's, 30000);
+//     ep.OptConnRetries, the SYN retransmissions of the connecting socket
+//     (TCP_SYNCNT, 1 to 127; default the kernel's net.ipv4.tcp_syn_retries,
+//     6, about 127 s, so that the timeout ends the attempt first); and
+//     ep.OptConnState, the state, read-only (fi.ENOPROTOOPT on set). The
+//     two settable ones are set before Connect: after it, or on an
+//     endpoint opened from a connection request, SetOpt gives
+//     fi.EOPBADSTATE. Values out of range give fi.EINVAL.
+//
+// Every option of a closed endpoint gives fi.EBADF. Passive endpoints
+// answer GetOpt for FI_OPT_CM_DATA_SIZE (256, as C's tcp does on a
+// passive endpoint) and ep.OptConnState, and refuse SetOpt with
+// fi.ENOPROTOOPT (C: FI_ENOSYS).
+//
+// Both implement ep.Stater, the state an application can read (ep.State,
+// or GetOpt of ep.OptConnState): an MSG endpoint goes from ep.CMIdle
+// (ep.CMReqReceived when opened from a request) through ep.CMConnecting
+// or ep.CMAccepting to ep.CMConnected, or to ep.CMRejected or
+// ep.CMFailed; then ep.CMShutdownLocal, ep.CMShutdownRemote,
+// ep.CMDisconnected; and ep.CMClosed. A passive endpoint is ep.CMIdle,
+// ep.CMListening, ep.CMClosed. The state moves before the event that
+// reports the move is queued: an application that has read eq.Connected
+// reads ep.CMConnected.
 //
 // Connect, Accept and Reject carry at most 256 bytes of private data, the
 // C provider's limit. gofabric refuses more with fi.EINVAL rather than
@@ -234,7 +292,8 @@
 //   - FI_TCP_CONN_TIMEOUT: gofabric's own, with no C counterpart: the
 //     milliseconds a connection attempt may take, from the TCP connect to
 //     the peer's CM answer, before it fails with fi.ETIMEDOUT on the event
-//     queue, and that an accepted socket has to deliver its request; how
+//     queue (unless the endpoint sets its own, ep.OptConnTimeout), and
+//     that an accepted socket has to deliver its request; how
 //     long tcp;ofi_rxm retries a refused connection before a send reports
 //     it; default 30000, at least 1.
 //   - FI_TCP_USER_TIMEOUT: gofabric's own (C 1.17 sets no such bound): the

@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/cockroachdb/errors"
 	"github.com/gofabric/gofabric/ep"
@@ -43,13 +44,15 @@ type endpoint struct {
 	kit.Completions[epSet]
 	enabledAt   atomic.Bool
 	closing     atomic.Bool
-	recvStalled atomic.Bool // the receive side waits for a posted buffer or tx room
-	sendBlocked atomic.Bool // queued sends wait for room in the socket
-	cmMu        sync.Mutex  // guards the CM fields below
-	localName   []byte      // SetName's address, or nil
-	peerName    []byte      // the peer's address once known
-	connName    []byte      // the socket's local address once connected
-	req         *connReq    // the request the endpoint was opened for
+	recvStalled atomic.Bool   // the receive side waits for a posted buffer or tx room
+	sendBlocked atomic.Bool   // queued sends wait for room in the socket
+	cmMu        sync.Mutex    // guards the CM fields below
+	localName   []byte        // SetName's address, or nil
+	peerName    []byte        // the peer's address once known
+	connName    []byte        // the socket's local address once connected
+	req         *connReq      // the request the endpoint was opened for
+	connTimeout time.Duration // OptConnTimeout, 0 for FI_TCP_CONN_TIMEOUT
+	connRetries int           // OptConnRetries (TCP_SYNCNT), 0 for the kernel's
 	cancelDial  context.CancelFunc
 	cmWG        sync.WaitGroup // the connect goroutine
 	// auto is the background progress of the connection, nil before it.
@@ -122,7 +125,7 @@ func (d *domain) OpenEndpoint(info *fi.Info) (ep.Endpoint, error) {
 			return nil, errors.Wrap(err, "tcp: open endpoint")
 		}
 		if err := e.cs.RequestReceived(); err != nil {
-			req.reject(nil)
+			req.reject(nil, rejectConsumer)
 			d.Release(kit.KindEndpoint)
 			return nil, err
 		}
@@ -319,11 +322,11 @@ func (e *endpoint) postEvent(ev eq.Event) {
 }
 
 // postError queues an error event about the endpoint: code, the socket's
-// errno when a system call failed (ProvErrno, 0 otherwise), and a reject's
-// data.
-func (e *endpoint) postError(code fi.Errno, provErrno int, data []byte) {
+// errno when a system call failed (ProvErrno, 0 otherwise), a reject's
+// data, and why the connection failed (eq.ConnReason).
+func (e *endpoint) postError(code fi.Errno, provErrno int, data []byte, reason eq.ConnReason) {
 	if q := e.eventQueue(); q != nil {
-		_ = q.PostErr(&eq.EQError{Fid: e, Err: code, ProvErrno: provErrno, ErrData: data})
+		_ = q.PostErr(&eq.EQError{Fid: e, Err: code, ProvErrno: provErrno, ErrData: data, Reason: reason})
 	}
 }
 
@@ -355,7 +358,7 @@ func (e *endpoint) Close() error {
 	e.closing.Store(true)
 	e.stopDial()
 	if prev == ep.CMReqReceived && e.req != nil {
-		e.req.reject(nil)
+		e.req.reject(nil, rejectConsumer)
 	}
 	e.mu.Lock()
 	e.dp.shutdown(e)

@@ -687,6 +687,8 @@ func interopGoClient(t *testing.T, bin string, sc scenario) {
 		require.NoError(t, err)
 		require.Equal(t, fi.ECONNREFUSED, e.Err)
 		require.Equal(t, nope, string(e.ErrData))
+		require.Equal(t, eq.ReasonRejected, e.Reason, "a C reject is the application's")
+		require.Zero(t, e.ProvErrno)
 		require.Same(t, p.ep, e.Fid)
 		kv := c.result(t)
 		require.Equal(t, hexOf(sc.hello), kv["connreq_data"])
@@ -713,4 +715,42 @@ func checkC(t *testing.T, sc scenario, kv map[string]string, cServer bool) {
 	if sc.check != nil {
 		sc.check(t, kv, cServer)
 	}
+}
+
+// TestInteropCRejectCodes: the reject codes a gofabric passive endpoint
+// puts in a reject's conn_data (docs/wire-tcp.md, §2.9), which C 1.17
+// ignores on a reject, leave a C requester unconfused: its backlog full
+// and its closing with the request pending reach C's fi_connect as any
+// reject does, FI_ECONNREFUSED without data.
+func TestInteropCRejectCodes(t *testing.T) {
+	bin := buildC(t, "cpeer")
+	cleanEnv(t)
+	t.Setenv("FI_TCP_IFACE", "lo")
+	cClient := func(t *testing.T, s *server) *cPeer {
+		ap, _, err := fi.AddrPortFromSockaddr(s.name)
+		require.NoError(t, err)
+		return startCPeer(t, bin, "client", ap.Addr().String(), strconv.Itoa(int(ap.Port())), "reject")
+	}
+	refused := func(t *testing.T, c *cPeer) {
+		kv := c.result(t)
+		require.Equal(t, strconv.Itoa(int(fi.ECONNREFUSED)), kv["connect_err"])
+		require.Equal(t, "", kv["err_data"])
+		require.Equal(t, "1", kv["done"])
+	}
+	t.Run("backlog full", func(t *testing.T) {
+		s := newServer(t)
+		require.NoError(t, s.pep.(ep.BacklogSetter).SetBacklog(1))
+		first := newClient(t, loInfo(t))
+		require.NoError(t, first.cm().Connect(s.name, nil))
+		s.request(t)
+		refused(t, cClient(t, s))
+	})
+	t.Run("listener closed", func(t *testing.T) {
+		s := newServer(t)
+		c := cClient(t, s)
+		require.Equal(t, cHello, string(s.request(t).Data))
+		s.closed = true
+		require.NoError(t, s.pep.Close())
+		refused(t, c)
+	})
 }

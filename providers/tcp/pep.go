@@ -374,26 +374,39 @@ func (p *passiveEP) readRequest(c *net.TCPConn) {
 	delete(p.hs, c)
 	p.Mu.Unlock()
 	if err != nil {
+		// The backlog is full (fi.ECONNREFUSED), or the endpoint closes:
+		// the reject says which (§2.9), so that the requester can tell
+		// either from its peer's application refusing.
+		code := rejectClosing
+		if errors.Is(err, fi.ECONNREFUSED) {
+			code = rejectBacklogFull
+		}
 		p.log("tcp: refused a connection request", "peer", c.RemoteAddr(), "err", err)
-		r.reject(nil)
+		r.reject(nil, code)
 		return
 	}
 	p.PostRequest(p, info, data)
 }
 
 // Reject rejects the request handle with private data (fi_reject): the
-// requester gets an error event with fi.ECONNREFUSED and data. Data over
+// requester gets an error event with fi.ECONNREFUSED, eq.ReasonRejected
+// and data (a C requester: FI_ECONNREFUSED and the data). Data over
 // 256 bytes is refused with fi.EINVAL; a handle that is not a pending
 // request of this endpoint gives fi.EINVAL.
 func (p *passiveEP) Reject(handle fi.Fid, data []byte) error {
 	return p.RejectWith(handle, data, cmMaxDataSize, rejectReq)
 }
 
-// rejectReq refuses the request handle with data (Reject, CloseRequest,
-// EndClose).
-func rejectReq(h fi.Fid, data []byte) { h.(*connReq).reject(data) }
+// rejectReq refuses the request handle with data on behalf of the
+// application (Reject, CloseRequest): a consumer reject.
+func rejectReq(h fi.Fid, data []byte) { h.(*connReq).reject(data, rejectConsumer) }
 
-// Close stops listening (fi_close): pending requests are rejected, sockets
+// rejectClosed refuses a request still pending when the passive endpoint
+// closes (EndClose): the requester learns that the listener went away.
+func rejectClosed(h fi.Fid, data []byte) { h.(*connReq).reject(data, rejectClosing) }
+
+// Close stops listening (fi_close): pending requests are rejected (with
+// the code that tells the requester the listener closed, §2.9), sockets
 // whose request was not read yet are closed, and the event queue and
 // fabric are released. A second Close returns fi.EBADF.
 func (p *passiveEP) Close() error {
@@ -413,6 +426,6 @@ func (p *passiveEP) Close() error {
 		return err
 	}
 	p.wg.Wait()
-	p.EndClose(rejectReq)
+	p.EndClose(rejectClosed)
 	return nil
 }

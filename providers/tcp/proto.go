@@ -18,7 +18,10 @@ package tcp
 //	8   u64        conn_id    0
 //	16  u64        msg_id     0
 //	24  u64 host   conn_data  1 in the sender's byte order (requests and
-//	                          accepts: the endianness probe); 0 in rejects
+//	                          accepts: the endianness probe); in rejects
+//	                          gofabric's reject code (§2.9): 0 a consumer
+//	                          reject (C's only value), 1 backlog full,
+//	                          2 listener closing
 //
 // Data message (§2.4): a base header, header extensions, then the payload.
 //
@@ -77,17 +80,40 @@ const (
 	cmReject   cmType = 6 // reject ("nack"), passive to active side (fi_reject)
 )
 
+// rejectCode says why a reject was sent (docs/wire-tcp.md, §2.9): the
+// conn_data of a reject, which C 1.17's tcp and net providers set to 0 and
+// never read on a reject. gofabric writes it little-endian, as every
+// multibyte field it sends.
+type rejectCode uint8
+
+// Reject codes (§2.9).
+const (
+	// rejectConsumer: the application refused the request (fi_reject,
+	// or it dropped the request); every C reject carries 0.
+	rejectConsumer rejectCode = 0
+	// rejectBacklogFull: the passive endpoint's backlog of requests
+	// reported and not yet answered (ep.BacklogSetter) was full.
+	rejectBacklogFull rejectCode = 1
+	// rejectClosing: the passive endpoint was closing (or not listening
+	// yet) when the request arrived, or closed with it pending.
+	rejectClosing rejectCode = 2
+)
+
 // cmHeader is one decoded CM message: the fields of the 32-byte header that
-// carry information, and the private data. It has no error field: the 1.17
-// wire format has none; a reject is reported by the active side as
-// fi.ECONNREFUSED with the reject's private data (§2.3, step 4).
+// carry information, and the private data. The 1.17 wire format has no
+// error field: a reject is reported by the active side as fi.ECONNREFUSED
+// with the reject's private data (§2.3, step 4), and gofabric's reason for
+// it, where a gofabric peer gave one (reject, §2.9).
 type cmHeader struct {
 	typ cmType
+	// reject is the reject code of a reject (§2.9), rejectConsumer in the
+	// other types.
+	reject rejectCode
 	// bigEndian is the sender's byte order as announced by conn_data in a
 	// request or accept: false for 01 00 .. 00 (every host the Go side
 	// talks to in practice), true for 00 .. 00 01. The data headers of the
 	// connection use that order (dataCodec.bigEndian). The Go side always
-	// sends false. Always false in a reject, whose conn_data is 0.
+	// sends false. Always false in a reject, whose conn_data is its reject code.
 	bigEndian bool
 	// data is the private data, at most cmMaxDataSize bytes. After
 	// parseCMHeader or readCM it aliases the caller's buffer.
@@ -102,8 +128,9 @@ func (h *cmHeader) len() int { return cmHeaderSize + len(h.data) }
 // cmMaxMsgSize buffer encodes in place. The caller writes the result in one
 // write (§2.3: the C receiver reads header and data with one recv each, and
 // nothing may precede them). conn_data is 1 in the order h.bigEndian selects,
-// 0 in a reject. It fails with fi.EINVAL for an unknown type or more than
-// cmMaxDataSize bytes of private data.
+// and h.reject, little-endian, in a reject (§2.9). It fails with fi.EINVAL
+// for an unknown type or reject code, or more than cmMaxDataSize bytes of
+// private data.
 func appendCM(b []byte, h *cmHeader) ([]byte, error) {
 	if !h.typ.valid() {
 		return b, errors.Wrapf(fi.EINVAL, "tcp: cm: cannot encode message type %d", h.typ)
@@ -115,7 +142,12 @@ func appendCM(b []byte, h *cmHeader) ([]byte, error) {
 	hdr[0] = cmVersion
 	hdr[1] = byte(h.typ)
 	binary.BigEndian.PutUint16(hdr[2:], uint16(len(h.data)))
-	if h.typ != cmReject {
+	if h.typ == cmReject {
+		if h.reject > rejectClosing {
+			return b, errors.Wrapf(fi.EINVAL, "tcp: cm: reject code %d is reserved", h.reject)
+		}
+		hdr[24] = byte(h.reject)
+	} else {
 		if h.bigEndian {
 			hdr[31] = 1
 		} else {
@@ -140,8 +172,9 @@ func appendCM(b []byte, h *cmHeader) ([]byte, error) {
 //     bytes and misparse the rest; the net provider refuses it, as here);
 //   - seg_no, conn_id or msg_id not 0 (reserved: the C receiver ignores
 //     them, every C sender zeroes them);
-//   - conn_data other than 1 (either order) in a request or accept, or other
-//     than 0 in a reject.
+//   - conn_data other than 1 (either order) in a request or accept, or a
+//     reject code other than 0, 1 or 2 (little-endian, as gofabric writes
+//     them; C writes 0) in a reject.
 //
 // The returned data aliases b. Whether the type suits the receiver's state
 // (an accept on a passive endpoint...) is for the caller to check.
@@ -215,9 +248,10 @@ func parseCMFixed(b []byte) (cmHeader, int, error) {
 	probe := binary.LittleEndian.Uint64(b[24:])
 	switch {
 	case h.typ == cmReject:
-		if probe != 0 {
-			return cmHeader{}, 0, errors.Wrapf(fi.EIO, "tcp: cm: reject carries conn_data %#x, want 0", probe)
+		if probe > uint64(rejectClosing) {
+			return cmHeader{}, 0, errors.Wrapf(fi.EIO, "tcp: cm: reject carries conn_data %#x, want a reject code 0 to %d", probe, rejectClosing)
 		}
+		h.reject = rejectCode(probe)
 	case probe == 1:
 	case probe == 1<<56:
 		h.bigEndian = true

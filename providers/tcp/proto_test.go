@@ -45,6 +45,9 @@ var cmCases = []cmCase{
 	{"rxm accept record", "03 01 00 10" + zeros(20) + "01 00 00 00 00 00 00 00 | 00 00 00 00 40 61 00 00 00 10 00 00 02 00 00 00",
 		cmHeader{typ: cmConnResp, data: []byte{0, 0, 0, 0, 0x40, 0x61, 0, 0, 0, 0x10, 0, 0, 2, 0, 0, 0}}},
 	{"rxm reject record", "03 06 00 02" + zeros(28) + "01 01", cmHeader{typ: cmReject, data: []byte{1, 1}}},
+	// gofabric's reject codes (§2.9), which C sends as 0 and ignores.
+	{"reject, backlog full", "03 06 00 00" + zeros(20) + "01 00 00 00 00 00 00 00", cmHeader{typ: cmReject, reject: rejectBacklogFull, data: []byte{}}},
+	{"reject, listener closing, with data", "03 06 00 01" + zeros(20) + "02 00 00 00 00 00 00 00 | 78", cmHeader{typ: cmReject, reject: rejectClosing, data: []byte("x")}},
 	// Not captured (no big-endian host, §6): the probe of a big-endian sender.
 	{"big-endian request", "03 00 00 01" + zeros(20) + "00 00 00 00 00 00 00 01 | 7a", cmHeader{typ: cmConnReq, bigEndian: true, data: []byte("z")}},
 }
@@ -106,7 +109,9 @@ func TestCMParseRejects(t *testing.T) {
 		{"conn_data 2", set(24, 2)},
 		{"conn_data 1 and 1<<56", set(31, 1)},
 		{"conn_data 0x100", set(24, 0, 1)},
-		{"conn_data 1 in a reject", set(1, byte(cmReject))},
+		{"reject code 3", func() []byte { b := set(1, byte(cmReject)); b[24] = 3; return b }()},
+		{"reject code 1 big-endian", func() []byte { b := set(1, byte(cmReject)); b[24], b[31] = 0, 1; return b }()},
+		{"reject code 0x100", func() []byte { b := set(1, byte(cmReject)); b[24], b[25] = 0, 1; return b }()},
 		{"conn_data 0 in an accept", func() []byte { b := set(1, byte(cmConnResp)); b[24] = 0; return b }()},
 	}
 	for _, c := range cases {
@@ -186,6 +191,13 @@ func TestAppendCM(t *testing.T) {
 		out, err := appendCM(nil, &cmHeader{typ: cmReject, bigEndian: true})
 		require.NoError(t, err)
 		require.Equal(t, make([]byte, 8), out[24:32])
+		out, err = appendCM(nil, &cmHeader{typ: cmReject, bigEndian: true, reject: rejectBacklogFull})
+		require.NoError(t, err)
+		require.Equal(t, []byte{1, 0, 0, 0, 0, 0, 0, 0}, out[24:32], "the reject code, little-endian")
+	})
+	t.Run("unknown reject code", func(t *testing.T) {
+		_, err := appendCM(nil, &cmHeader{typ: cmReject, reject: 3})
+		require.ErrorIs(t, err, fi.EINVAL)
 	})
 	t.Run("no allocation into a buffer", func(t *testing.T) {
 		var buf [cmMaxMsgSize]byte
