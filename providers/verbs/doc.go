@@ -72,11 +72,20 @@
 //     the two cannot race to different reasons. With another status they
 //     are eq.ReasonUnreachable with the status's code (fi.EHOSTUNREACH
 //     for ADDR_ERROR and ROUTE_ERROR without one, fi.ETIMEDOUT for
-//     UNREACHABLE, C's code for all four), and so is a call that fails
-//     at once (rdma_resolve_addr to an address with no route:
-//     fi.ENETUNREACH). CONNECT_ERROR and other failures:
-//     eq.ReasonTransport with the status's code. ProvErrno is the errno
-//     of the event's status, as in C.
+//     UNREACHABLE, C's code for all four). CONNECT_ERROR and other
+//     failures: eq.ReasonTransport with the status's code. ProvErrno is
+//     the errno of the event's status, as in C.
+//   - An address the host has no route to fails at once, before
+//     rdma_cm: fi.ENETUNREACH (or fi.EHOSTUNREACH for an unreachable
+//     route), eq.ReasonUnreachable, from the route lookup connect(2)
+//     makes (of a UDP socket, which sends nothing). rdma_cm cannot tell:
+//     its id, bound to the device, resolves with the device as the
+//     output interface, for which Linux takes an address without a
+//     route to be on the link, so that C's verbs times out an ARP
+//     nobody answers instead. A call that fails (rdma_resolve_route,
+//     rdma_create_qp, rdma_connect, rdma_accept) gives its errno's code
+//     with eq.ReasonUnreachable for the address codes, eq.ReasonTimedOut
+//     for fi.ETIMEDOUT, eq.ReasonTransport for the rest.
 //   - The endpoint's connect timeout (below): fi.ETIMEDOUT,
 //     eq.ReasonTimedOut.
 //
@@ -122,18 +131,22 @@
 // endpoint binds the source address before Connect (rdma_create_id and
 // rdma_bind_addr on a new id, as C's vrb_msg_ep_setname).
 //
-// Other rdma_cm events: DEVICE_REMOVAL is an fi.ENODEV entry,
-// eq.ReasonTransport, on active endpoints (ending an attempt or a
-// connection) and on passive endpoints (from the passive endpoint; close
-// it, as the device goes only once its ids are destroyed). ADDR_CHANGE
-// (the local address moved, a bonding failover) is, as in C, an
-// fi.EADDRNOTAVAIL entry: it fails an attempt under way
-// (eq.ReasonUnreachable); on a connection (eq.ReasonTransport) it leaves
-// the connection as it is, for the application to shut down or keep.
-// TIMEWAIT_EXIT (the connection's time-wait is over: the CM will not
-// reuse its queue pair number, so the queue pair and id may be released)
-// is taken without an entry, as in C; the endpoint keeps both until
-// Close, which rdma_cm allows in any state.
+// Other rdma_cm events: DEVICE_REMOVAL ends an attempt under way with an
+// fi.ENODEV entry, eq.ReasonTransport, and a connection with eq.Shutdown
+// (its one terminal event; C reports an fi.ENODEV entry there too); on a
+// passive endpoint it is an fi.ENODEV entry, eq.ReasonTransport, from the
+// passive endpoint, as in C: close it, as the device goes only once its
+// ids are destroyed. ADDR_CHANGE (the local address moved, a bonding
+// failover) is, as in C, an fi.EADDRNOTAVAIL entry: it fails an attempt
+// under way (eq.ReasonUnreachable); on a connection (eq.ReasonTransport)
+// it leaves the connection and its state as they are, for the
+// application to shut down or keep. TIMEWAIT_EXIT (the connection's
+// time-wait is over: the CM will not reuse its queue pair number, so the
+// queue pair and id may be released) is taken without an entry, as in C,
+// and the state stays ep.CMDisconnected; the endpoint keeps both until
+// Close, which rdma_cm allows in any state. Soft-RoCE raises neither
+// ADDR_CHANGE nor, without blocking, DEVICE_REMOVAL, so the tests hand
+// these events to real endpoints as the dispatcher does.
 //
 // # Atomics
 //

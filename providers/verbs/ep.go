@@ -562,7 +562,7 @@ func (e *endpoint) cmEvent(ev cmEventC) {
 		}
 	case evRejected:
 		code, prov, reason := connFailure(ev.typ, ev.status, ev.data)
-		if reason == eq.ReasonRejected {
+		if reason == eq.ReasonRejected && e.cs.State() == ep.CMConnecting {
 			// The peer application's fi_reject, with its data.
 			if e.cs.Rejected() == nil {
 				e.postError(code, prov, cmPayload(ev.data), reason)
@@ -571,7 +571,7 @@ func (e *endpoint) cmEvent(ev cmEventC) {
 		}
 		// No listener (reason 8), the peer's full backlog, stale
 		// connection, timeout: the request was refused before an
-		// application saw it.
+		// application saw it; or an accept the connector's side refused.
 		if e.cs.Failed() == nil {
 			e.postError(code, prov, nil, reason)
 		}
