@@ -380,12 +380,12 @@ func TestConnParams(t *testing.T) {
 
 // TestCMEventsDelivered: the rdma_cm events C's verbs turns into error
 // entries besides a failed attempt, delivered here to real endpoints as
-// the dispatcher would (Soft-RoCE raises neither on its own: ADDR_CHANGE
-// comes from a bonding failover, and removing rxe0 blocks until the
-// process closes its device contexts): DEVICE_REMOVAL on a listening
-// passive endpoint is an fi.ENODEV error entry from it; ADDR_CHANGE on a
-// connected endpoint an fi.EADDRNOTAVAIL one that leaves the connection
-// up; TIMEWAIT_EXIT no entry.
+// the dispatcher would (Soft-RoCE raises no ADDR_CHANGE, which comes from
+// a bonding failover; TestDeviceRemoval removes the device for real, in
+// a VM of its own): DEVICE_REMOVAL on a listening passive endpoint is an
+// fi.ENODEV error entry from it; ADDR_CHANGE on a connected endpoint an
+// fi.EADDRNOTAVAIL one that leaves the connection up; TIMEWAIT_EXIT no
+// entry.
 func TestCMEventsDelivered(t *testing.T) {
 	c, s := testPair(t)
 	ce := c.ep.(*endpoint)

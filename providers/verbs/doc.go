@@ -144,9 +144,10 @@
 // time-wait is over: the CM will not reuse its queue pair number, so the
 // queue pair and id may be released) is taken without an entry, as in C,
 // and the state stays ep.CMDisconnected; the endpoint keeps both until
-// Close, which rdma_cm allows in any state. Soft-RoCE raises neither
-// ADDR_CHANGE nor, without blocking, DEVICE_REMOVAL, so the tests hand
-// these events to real endpoints as the dispatcher does.
+// Close, which rdma_cm allows in any state. (The tests remove rxe0 under
+// a listening passive endpoint in a VM of their own; Soft-RoCE raises no
+// ADDR_CHANGE, which they hand to a connected endpoint as the dispatcher
+// would.)
 //
 // # Atomics
 //
