@@ -520,7 +520,7 @@ func withData(data []byte, f func(p unsafe.Pointer, n C.uint8_t) error) error {
 }
 
 // connect sends the connection request (rdma_connect) with data and the
-// transport retry count retry (cm.go's cmRetryDefault, or the endpoint's
+// transport retry count retry (ep.go's cmRetryDefault, or the endpoint's
 // ep.OptConnRetries).
 func connect(id cmIDC, data []byte, retry int) error {
 	return withData(data, func(p unsafe.Pointer, n C.uint8_t) error {
