@@ -129,6 +129,9 @@ else
 		# included), then Go and C fi_pingpong -p verbs -e msg and -e rdm
 		# against each other in the guest.
 		go test -race -tags verbs -count=1 -exec "$vmexec" ./providers/verbs/...
+		# DEVICE_REMOVAL under a listening passive endpoint: the test removes
+		# rxe0, so it runs alone, in a VM of its own (about 10 s).
+		go test -race -tags verbs -count=1 -run TestDeviceRemoval -exec "$vmexec -e GOFABRIC_VERBS_DEVICE_REMOVAL=rxe0" ./providers/verbs/
 		# rxm over verbs (FI_EP_RDM): fabtests' rdm, tagged and rma/rdm
 		# groups, and Go and C fi_pingpong -e rdm both ways (msg and
 		# tagged, -c, every size).

@@ -91,7 +91,7 @@ func TestCMRoundTrips(t *testing.T) {
 
 	// Reject with data.
 	id, qp := dial(t, cli, dst)
-	require.NoError(t, connect(id, []byte("hello-request")))
+	require.NoError(t, connect(id, []byte("hello-request"), cmRetryDefault))
 	req := nextOf(t, srv, evConnectRequest)
 	require.GreaterOrEqual(t, len(req.data), len("hello-request"))
 	require.Equal(t, []byte("hello-request"), req.data[:len("hello-request")], "the request's private data")
@@ -108,7 +108,7 @@ func TestCMRoundTrips(t *testing.T) {
 	id, qp = dial(t, cli, dst)
 	defer destroyID(id)
 	defer destroyQP(id, qp)
-	require.NoError(t, connect(id, []byte("again")))
+	require.NoError(t, connect(id, []byte("again"), cmRetryDefault))
 	req = nextOf(t, srv, evConnectRequest)
 	sqp, err := createQP(req.id, nil)
 	require.NoError(t, err)

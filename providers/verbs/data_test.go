@@ -68,7 +68,7 @@ func connPair(t *testing.T) (cli, srv *side) {
 	require.NoError(t, resolveRoute(cli.id, 2000))
 	nextOf(t, cli.ch, evRouteResolved)
 	cli.open(t)
-	require.NoError(t, connect(cli.id, nil))
+	require.NoError(t, connect(cli.id, nil, cmRetryDefault))
 	srv.id = nextOf(t, srv.ch, evConnectRequest).id
 	t.Cleanup(func() { destroyID(srv.id) })
 	srv.open(t)

@@ -4,10 +4,12 @@ package verbs
 
 import (
 	"context"
+	"net"
 	"net/netip"
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/cockroachdb/errors"
 	"github.com/gofabric/gofabric/ep"
@@ -17,8 +19,19 @@ import (
 )
 
 // cmTimeoutMS bounds rdma_resolve_addr and rdma_resolve_route
-// (VERBS_RESOLVE_TIMEOUT in C).
+// (VERBS_RESOLVE_TIMEOUT in C) unless the endpoint's ep.OptConnTimeout
+// is set.
 const cmTimeoutMS = 2000
+
+// cmRetryDefault is the transport retry count Connect passes
+// (rdma_conn_param.retry_count) unless ep.OptConnRetries is set: 15, as
+// C's vrb_msg_ep_connect; the kernel's rdma_cm sends at most 7
+// (cma_connect_ib), which is what the queue pairs get.
+const cmRetryDefault = 15
+
+// cmRetryMax is the most retries the CM carries (a 3-bit field of the
+// REQ).
+const cmRetryMax = 7
 
 // endpoint is a connected (FI_EP_MSG) endpoint (struct fid_ep;
 // fi_endpoint(3), fi_cm(3), fi_msg(3), fi_rma(3), fi_atomic(3); vrb_ep):
@@ -51,6 +64,15 @@ type endpoint struct {
 	req      *connReq // the request the endpoint was opened for
 	peerName []byte   // the destination Connect was given
 	connData []byte   // Connect's private data with its header
+	// The connection options (ep.OptLevelCM): connTimeout in ms, 0 for
+	// the provider's timeouts; connRetries, the retry count Connect
+	// passes. deadline ends a Connect with connTimeout set.
+	connTimeout int
+	connRetries int
+	deadline    *time.Timer
+	// timewaitExit is set when rdma_cm reported TIMEWAIT_EXIT: the
+	// connection's time-wait is over (cmEvent).
+	timewaitExit atomic.Bool
 
 	// mu guards the data path: the queue pair, the verbs CQ, the slot
 	// tables and the SGE scratch arrays (data.go).
@@ -69,6 +91,8 @@ var (
 	_ ep.Msg      = (*endpoint)(nil)
 	_ ep.RMA      = (*endpoint)(nil)
 	_ ep.Atomic   = (*endpoint)(nil)
+	_ ep.Stater   = (*endpoint)(nil)
+	_ ep.Options  = (*endpoint)(nil)
 	_ ep.Opener   = (*domain)(nil)
 )
 
@@ -91,7 +115,8 @@ func (d *domain) OpenEndpoint(info *fi.Info) (ep.Endpoint, error) {
 	if err := d.Acquire(kit.KindEndpoint, "open endpoint"); err != nil {
 		return nil, err
 	}
-	e := &endpoint{domain: d, info: kit.EndpointInfo(info, fi.EPTypeMsg, msgCaps), cm: d.fabric.cm, kick: make(chan struct{}, 1)}
+	e := &endpoint{domain: d, info: kit.EndpointInfo(info, fi.EPTypeMsg, msgCaps), cm: d.fabric.cm, kick: make(chan struct{}, 1),
+		connRetries: cmRetryDefault}
 	ops := kit.NewOps(e, "verbs", e.info)
 	// Of the default receive flags, a receive takes these two.
 	ops.RxFlags &= fi.FlagCompletion | fi.FlagMore
@@ -187,10 +212,124 @@ func (e *endpoint) Cancel(ctx any) error { return fi.ENOENT }
 // provider's header.
 func (e *endpoint) CMDataSize() int { return cmMaxDataSize }
 
-// SetName is not supported: the endpoint's id is bound to its Info's
-// source address when it opens (set SrcAddr in the Info instead).
+// SetName binds the endpoint to the source address addr, a sockaddr,
+// before Connect (fi_setname; vrb_msg_ep_setname): as an rdma_cm id binds
+// once, a new id is created and bound (rdma_create_id, rdma_bind_addr)
+// and replaces the endpoint's, and Connect's request leaves from addr
+// (the peer's eq.ConnReq shows it as its Info's DestAddr); port 0 lets
+// rdma_cm pick one. After Enable the queue pair moves to the new id,
+// which needs it idle: with work posted SetName returns fi.EBUSY. addr
+// must belong to the endpoint's device (fi.EINVAL), and the endpoint
+// must not have connected, or been opened from a connection request
+// (fi.EOPBADSTATE; fi.EBADF once closed).
 func (e *endpoint) SetName(addr []byte) error {
-	return errors.Wrap(fi.ENOSYS, "verbs: setname on an active endpoint: give the source address in the Info")
+	ap, _, err := fi.AddrPortFromSockaddr(addr)
+	if err != nil {
+		return errors.Wrap(err, "verbs: setname")
+	}
+	e.cmMu.Lock()
+	defer e.cmMu.Unlock()
+	switch s := e.cs.State(); s {
+	case ep.CMIdle:
+	case ep.CMClosed:
+		return errors.Wrap(fi.EBADF, "verbs: setname: endpoint closed")
+	default:
+		return errors.Wrapf(fi.EOPBADSTATE, "verbs: setname: endpoint is %v (set the name before Connect)", s)
+	}
+	e.mu.Lock()
+	busy := e.dp.qp != nil && (e.dp.tx.inUse() > 0 || e.dp.rx.inUse() > 0)
+	e.mu.Unlock()
+	if busy {
+		return errors.Wrap(fi.EBUSY, "verbs: setname: work is posted on the queue pair (set the name before posting)")
+	}
+	id, err := e.cm.newID(e)
+	if err != nil {
+		return errors.Wrap(err, "verbs: setname")
+	}
+	if err := bindAddr(id, ap); err != nil {
+		e.cm.destroy(id)
+		return errors.Wrapf(err, "verbs: setname %v", ap)
+	}
+	if c := idContext(id); c != nil && c != e.domain.dev {
+		e.cm.destroy(id)
+		return errors.Wrapf(fi.EINVAL, "verbs: setname: %v is not on the endpoint's device %s", ap, e.domain.Info().DomainAttr.Name)
+	}
+	e.mu.Lock()
+	if e.dp.qp != nil {
+		e.dp.destroyQP(e.id)
+		freeSGEs(e.dp.ssge)
+		freeSGEs(e.dp.rsge)
+		e.dp.ssge, e.dp.rsge = nil, nil
+	}
+	old := e.id
+	e.id = id
+	if e.enabledAt.Load() && e.dp.vcq != nil && idContext(id) != nil {
+		err = e.dp.createQP(e, id)
+	}
+	e.mu.Unlock()
+	e.cm.destroy(old)
+	e.info.SrcAddr = append([]byte(nil), addr...)
+	if err != nil {
+		return errors.Wrap(err, "verbs: setname")
+	}
+	return nil
+}
+
+// CMState returns the endpoint's connection state (ep.Stater; ep.State).
+func (e *endpoint) CMState() ep.CMState { return e.cs.State() }
+
+// SetOpt sets an option (fi_setopt; vrb_ep_setopt answers none):
+// ep.OptLevelCM's ep.OptConnTimeout (ms, 0 for the provider's timeouts;
+// fi.EINVAL when negative) and ep.OptConnRetries (0 to 7, fi.EINVAL
+// outside), before Connect (fi.EOPBADSTATE after, and on an endpoint
+// opened from a connection request). ep.OptConnState and
+// FI_OPT_CM_DATA_SIZE are read-only, and other options unknown: both
+// give fi.ENOPROTOOPT.
+func (e *endpoint) SetOpt(level ep.OptLevel, name ep.OptName, val int) error {
+	if level != ep.OptLevelCM || (name != ep.OptConnTimeout && name != ep.OptConnRetries) {
+		return errors.Wrapf(fi.ENOPROTOOPT, "verbs: setopt: level %#x option %d cannot be set (OptLevelCM's OptConnTimeout and OptConnRetries can)", int(level), int(name))
+	}
+	e.cmMu.Lock()
+	defer e.cmMu.Unlock()
+	if s := e.cs.State(); s != ep.CMIdle {
+		return errors.Wrapf(fi.EOPBADSTATE, "verbs: setopt: endpoint is %v (connection options are set before Connect)", s)
+	}
+	switch name {
+	case ep.OptConnTimeout:
+		if val < 0 {
+			return errors.Wrapf(fi.EINVAL, "verbs: setopt: connect timeout %d ms is negative", val)
+		}
+		e.connTimeout = val
+	default:
+		if val < 0 || val > cmRetryMax {
+			return errors.Wrapf(fi.EINVAL, "verbs: setopt: connect retries %d outside 0..%d (the CM carries 3 bits)", val, cmRetryMax)
+		}
+		e.connRetries = val
+	}
+	return nil
+}
+
+// GetOpt reads an option (fi_getopt; vrb_ep_getopt): FI_OPT_CM_DATA_SIZE
+// (55) at ep.OptLevelEndpoint, and at ep.OptLevelCM ep.OptConnTimeout (0
+// until set: the provider's timeouts), ep.OptConnRetries (7 until set:
+// C's 15 as the kernel sends it) and ep.OptConnState (an ep.CMState).
+// Others give fi.ENOPROTOOPT.
+func (e *endpoint) GetOpt(level ep.OptLevel, name ep.OptName) (int, error) {
+	switch {
+	case level == ep.OptLevelEndpoint && name == ep.OptCMDataSize:
+		return cmMaxDataSize, nil
+	case level == ep.OptLevelCM && name == ep.OptConnState:
+		return int(e.cs.State()), nil
+	case level == ep.OptLevelCM && name == ep.OptConnTimeout:
+		e.cmMu.Lock()
+		defer e.cmMu.Unlock()
+		return e.connTimeout, nil
+	case level == ep.OptLevelCM && name == ep.OptConnRetries:
+		e.cmMu.Lock()
+		defer e.cmMu.Unlock()
+		return min(e.connRetries, cmRetryMax), nil
+	}
+	return 0, errors.Wrapf(fi.ENOPROTOOPT, "verbs: getopt: level %#x option %d not supported", int(level), int(name))
 }
 
 // Name copies the endpoint's local address into buf (fi_getname;
@@ -201,10 +340,10 @@ func (e *endpoint) Name(buf []byte) (int, error) {
 	if !e.idGone {
 		name = idAddr(e.id, false)
 	}
-	e.cmMu.Unlock()
 	if name == nil {
 		name = e.info.SrcAddr
 	}
+	e.cmMu.Unlock()
 	if name == nil {
 		return 0, errors.Wrap(fi.EADDRNOTAVAIL, "verbs: getname: the endpoint has no address yet")
 	}
@@ -256,10 +395,92 @@ func (e *endpoint) Connect(addr []byte, data []byte) error {
 	defer e.cmMu.Unlock()
 	e.peerName = append([]byte(nil), addr...)
 	e.connData = cmData(data)
-	if err := resolveAddr(e.id, dest, cmTimeoutMS); err != nil {
+	if e.idGone {
+		e.failed(fi.EBADF)
+		return nil
+	}
+	if err := routeCheck(idAddr(e.id, false), dest); err != nil {
+		fi.Logger(provName).Debug("verbs: connect: no route", "dest", dest, "err", err)
 		e.failed(fi.Code(err))
+		return nil
+	}
+	if err := resolveAddr(e.id, dest, e.resolveTimeout()); err != nil {
+		e.failed(fi.Code(err))
+		return nil
+	}
+	if e.connTimeout > 0 {
+		e.deadline = time.AfterFunc(time.Duration(e.connTimeout)*time.Millisecond, e.connectTimedOut)
 	}
 	return nil
+}
+
+// routeCheck fails with fi.ENETUNREACH or fi.EHOSTUNREACH when the
+// host's routing has no route to dest from src (the id's bound address,
+// a sockaddr; nil for none): the lookup connect(2) makes, here of a UDP
+// socket, which sends nothing. rdma_cm cannot tell: an id bound to a
+// device resolves with that device as the output interface, for which
+// Linux takes any address without a route to be on the link, so that
+// its address resolution would wait for an ARP answer until the
+// resolution timeout. Any other outcome is left to rdma_cm.
+func routeCheck(src []byte, dest netip.AddrPort) error {
+	var laddr *net.UDPAddr
+	if src != nil {
+		if ap, _, err := fi.AddrPortFromSockaddr(src); err == nil && ap.Addr().Is4() == dest.Addr().Is4() {
+			laddr = net.UDPAddrFromAddrPort(netip.AddrPortFrom(ap.Addr(), 0))
+		}
+	}
+	c, err := net.DialUDP("udp", laddr, net.UDPAddrFromAddrPort(dest))
+	if err == nil {
+		_ = c.Close()
+		return nil
+	}
+	for _, no := range []syscall.Errno{syscall.ENETUNREACH, syscall.EHOSTUNREACH} {
+		if errors.Is(err, no) {
+			return errors.Wrapf(fi.Code(no), "verbs: connect: no route to %v", dest.Addr())
+		}
+	}
+	return nil
+}
+
+// resolveTimeout is the timeout of rdma_resolve_addr and
+// rdma_resolve_route: the endpoint's connect timeout when set, else
+// cmTimeoutMS.
+func (e *endpoint) resolveTimeout() int {
+	if e.connTimeout > 0 {
+		return e.connTimeout
+	}
+	return cmTimeoutMS
+}
+
+// connectTimedOut ends a connection attempt still under way when the
+// endpoint's connect timeout expires: its queue pair and id are
+// destroyed (rdma_destroy_qp, rdma_destroy_id; the CM rejects the
+// request at the peer, if it got there, with reason RejectTimeout), and
+// the attempt fails with fi.ETIMEDOUT and eq.ReasonTimedOut.
+func (e *endpoint) connectTimedOut() {
+	e.cmMu.Lock()
+	defer e.cmMu.Unlock()
+	if e.idGone || e.cs.State() != ep.CMConnecting {
+		return
+	}
+	if e.cs.Failed() != nil {
+		return
+	}
+	e.mu.Lock()
+	e.dp.destroyQP(e.id)
+	e.mu.Unlock()
+	e.cm.destroy(e.id)
+	e.idGone = true
+	e.postError(fi.ETIMEDOUT, int(syscall.ETIMEDOUT), nil, eq.ReasonTimedOut)
+}
+
+// stopDeadline stops the connect timer once the attempt is over; cmMu
+// is held.
+func (e *endpoint) stopDeadline() {
+	if e.deadline != nil && e.cs.State() != ep.CMConnecting {
+		e.deadline.Stop()
+		e.deadline = nil
+	}
 }
 
 // Accept accepts the connection request the endpoint was opened for, with
@@ -315,9 +536,10 @@ func (e *endpoint) cmEvent(ev cmEventC) {
 	if e.idGone {
 		return
 	}
+	defer e.stopDeadline()
 	switch ev.typ {
 	case evAddrResolved:
-		if err := resolveRoute(e.id, cmTimeoutMS); err != nil {
+		if err := resolveRoute(e.id, e.resolveTimeout()); err != nil {
 			e.failed(fi.Code(err))
 		}
 	case evRouteResolved:
@@ -328,26 +550,30 @@ func (e *endpoint) cmEvent(ev cmEventC) {
 		}
 		e.mu.Unlock()
 		if err == nil {
-			err = connect(e.id, e.connData)
+			err = connect(e.id, e.connData, e.connRetries)
 		}
 		if err != nil {
 			e.failed(fi.Code(err))
 		}
-	case evAddrError, evRouteError:
-		e.failed(statusCode(ev.status, fi.EHOSTUNREACH))
-	case evUnreachable, evConnectError:
-		e.failed(statusCode(ev.status, fi.ETIMEDOUT))
+	case evAddrError, evRouteError, evUnreachable, evConnectError:
+		code, prov, reason := connFailure(ev.typ, ev.status, ev.data)
+		if e.cs.Failed() == nil {
+			e.postError(code, prov, nil, reason)
+		}
 	case evRejected:
-		if ev.status == rejConsumer {
+		code, prov, reason := connFailure(ev.typ, ev.status, ev.data)
+		if reason == eq.ReasonRejected && e.cs.State() == ep.CMConnecting {
+			// The peer application's fi_reject, with its data.
 			if e.cs.Rejected() == nil {
-				e.postError(fi.ECONNREFUSED, ev.status, cmPayload(ev.data))
+				e.postError(code, prov, cmPayload(ev.data), reason)
 			}
 			return
 		}
-		// No listener (reason 8), stale connection, timeout: the request
-		// was refused before an application saw it.
+		// No listener (reason 8), the peer's full backlog, stale
+		// connection, timeout: the request was refused before an
+		// application saw it; or an accept the connector's side refused.
 		if e.cs.Failed() == nil {
-			e.postError(fi.ECONNREFUSED, ev.status, nil)
+			e.postError(code, prov, nil, reason)
 		}
 	case evEstablished:
 		if e.cs.Established() == nil {
@@ -364,32 +590,50 @@ func (e *endpoint) cmEvent(ev cmEventC) {
 			e.postEvent(&eq.Shutdown{Fid: e})
 		}
 	case evDeviceRemoval:
+		code, prov, reason := connFailure(ev.typ, ev.status, nil)
 		if e.cs.Failed() == nil {
-			e.postError(fi.ENODEV, ev.status, nil)
+			e.postError(code, prov, nil, reason)
 		} else if e.cs.PeerGone() {
 			e.postEvent(&eq.Shutdown{Fid: e})
 		}
-	}
-}
-
-// statusCode is an rdma_cm event's status as an fi.Errno: a negative
-// errno's code, else def.
-func statusCode(status int, def fi.Errno) fi.Errno {
-	if status < 0 {
-		if c := fi.Code(syscall.Errno(-status)); c != fi.EOTHER {
-			return c
+	case evAddrChange:
+		// The local address moved under the id (a bonding failover). As
+		// C's verbs provider, an error entry with fi.EADDRNOTAVAIL: an
+		// attempt under way fails; a connection is left as it is (the
+		// queue pair may still carry it), for the application to shut
+		// down or keep.
+		code, prov, reason := connFailure(ev.typ, ev.status, nil)
+		if e.cs.State() == ep.CMConnecting || e.cs.State() == ep.CMAccepting {
+			if e.cs.Failed() == nil {
+				e.postError(code, prov, nil, eq.ReasonUnreachable)
+			}
+			return
 		}
+		e.postError(code, prov, nil, reason)
+	case evTimewaitExit:
+		// The connection's time-wait is over: the CM will not use its
+		// queue pair number again, so the queue pair and the id may be
+		// released or reused. The endpoint keeps them until Close (which
+		// rdma_cm allows at any time); no event, as in C.
+		e.timewaitExit.Store(true)
+		fi.Logger(provName).Debug("verbs: connection time-wait over", "state", e.cs.State())
+	default:
+		fi.Logger(provName).Debug("verbs: rdma_cm event ignored", "event", eventName(ev.typ), "status", ev.status, "state", e.cs.State())
 	}
-	return def
 }
 
-// failed reports a failed connection attempt, once.
+// failed reports a connection attempt that failed at a call with code,
+// once.
 func (e *endpoint) failed(code fi.Errno) {
 	if code == fi.EOTHER {
 		code = fi.EIO
 	}
+	prov := 0
+	if code < 256 {
+		prov = int(code) // the call's errno
+	}
 	if e.cs.Failed() == nil {
-		e.postError(code, 0, nil)
+		e.postError(code, prov, nil, codeReason(code))
 	}
 }
 
@@ -401,9 +645,9 @@ func (e *endpoint) postEvent(ev eq.Event) {
 }
 
 // postError queues an error event about the endpoint.
-func (e *endpoint) postError(code fi.Errno, provErr int, data []byte) {
+func (e *endpoint) postError(code fi.Errno, provErr int, data []byte, reason eq.ConnReason) {
 	if q := e.eventQueue(); q != nil {
-		_ = q.PostErr(&eq.EQError{Fid: e, Err: code, ProvErrno: provErr, ErrData: data})
+		_ = q.PostErr(&eq.EQError{Fid: e, Err: code, ProvErrno: provErr, ErrData: data, Reason: reason})
 	}
 }
 
@@ -422,19 +666,27 @@ func (e *endpoint) Close() error {
 		return errors.Wrap(fi.EBADF, "verbs: close endpoint: already closed")
 	}
 	e.cmMu.Lock()
-	switch prev {
-	case ep.CMReqReceived:
+	if e.deadline != nil {
+		e.deadline.Stop()
+		e.deadline = nil
+	}
+	switch {
+	case e.idGone:
+	case prev == ep.CMReqReceived:
 		if err := reject(e.id, cmData(nil)); err != nil {
 			fi.Logger(provName).Debug("verbs: rdma_reject failed", "err", err)
 		}
-	case ep.CMConnecting, ep.CMAccepting, ep.CMConnected, ep.CMShutdownRemote, ep.CMShutdownLocal:
+	case prev == ep.CMConnecting || prev == ep.CMAccepting || prev == ep.CMConnected ||
+		prev == ep.CMShutdownRemote || prev == ep.CMShutdownLocal:
 		_ = disconnect(e.id)
 	}
-	e.mu.Lock()
-	e.dp.destroyQP(e.id)
-	e.mu.Unlock()
-	e.cm.destroy(e.id)
-	e.idGone = true
+	if !e.idGone {
+		e.mu.Lock()
+		e.dp.destroyQP(e.id)
+		e.mu.Unlock()
+		e.cm.destroy(e.id)
+		e.idGone = true
+	}
 	e.cmMu.Unlock()
 	if e.stop != nil {
 		e.stop()

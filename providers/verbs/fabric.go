@@ -8,6 +8,7 @@ import (
 	"syscall"
 
 	"github.com/cockroachdb/errors"
+	"github.com/gofabric/gofabric/eq"
 	"github.com/gofabric/gofabric/fi"
 	"github.com/gofabric/gofabric/kit"
 )
@@ -136,7 +137,7 @@ func (d *cmDispatch) loop() {
 					h.cmEvent(ev)
 				case ev.typ == evConnectRequest:
 					// The listener is gone: refuse the request.
-					_ = reject(ev.id, nil)
+					_ = reject(ev.id, providerReject(eq.ReasonNoListener))
 					d.destroy(ev.id)
 				}
 			}

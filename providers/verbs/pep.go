@@ -7,6 +7,7 @@ import (
 
 	"github.com/cockroachdb/errors"
 	"github.com/gofabric/gofabric/ep"
+	"github.com/gofabric/gofabric/eq"
 	"github.com/gofabric/gofabric/fi"
 	"github.com/gofabric/gofabric/kit"
 )
@@ -55,11 +56,16 @@ type passiveEP struct {
 	kit.Passive[epSet]
 	fabric *fabric
 	id     cmIDC // guarded by Passive.Mu
+	// events is the bound event queue, for the endpoint's error events
+	// (DEVICE_REMOVAL); guarded by Passive.Mu.
+	events *eventQueue
 }
 
 var (
 	_ ep.PassiveEndpoint = (*passiveEP)(nil)
 	_ ep.BacklogSetter   = (*passiveEP)(nil)
+	_ ep.Stater          = (*passiveEP)(nil)
+	_ ep.Options         = (*passiveEP)(nil)
 	_ ep.PassiveOpener   = (*fabric)(nil)
 )
 
@@ -101,6 +107,42 @@ func (p *passiveEP) bindTo(addr []byte) error {
 	return nil
 }
 
+// Bind binds the event queue that gets the connection requests and the
+// endpoint's error events (fi_pep_bind); the rules are kit.Passive's.
+func (p *passiveEP) Bind(q eq.EventQueue, flags fi.Flags) error {
+	if err := p.Passive.Bind(q, flags); err != nil {
+		return err
+	}
+	p.Mu.Lock()
+	p.events, _ = q.(*eventQueue)
+	p.Mu.Unlock()
+	return nil
+}
+
+// CMState returns the passive endpoint's state: ep.CMIdle, ep.CMListening
+// or ep.CMClosed (ep.Stater; ep.State).
+func (p *passiveEP) CMState() ep.CMState { return p.Backlog.State() }
+
+// GetOpt reads an option (fi_getopt; C's verbs answers the passive
+// endpoint with vrb_ep_getopt): FI_OPT_CM_DATA_SIZE (55) at
+// ep.OptLevelEndpoint, ep.OptConnState at ep.OptLevelCM; others give
+// fi.ENOPROTOOPT.
+func (p *passiveEP) GetOpt(level ep.OptLevel, name ep.OptName) (int, error) {
+	switch {
+	case level == ep.OptLevelEndpoint && name == ep.OptCMDataSize:
+		return cmMaxDataSize, nil
+	case level == ep.OptLevelCM && name == ep.OptConnState:
+		return int(p.CMState()), nil
+	}
+	return 0, errors.Wrapf(fi.ENOPROTOOPT, "verbs: passive endpoint: getopt: level %#x option %d not supported", int(level), int(name))
+}
+
+// SetOpt (fi_setopt): a passive endpoint has no option to set
+// (fi.ENOPROTOOPT), as in C.
+func (p *passiveEP) SetOpt(level ep.OptLevel, name ep.OptName, val int) error {
+	return errors.Wrapf(fi.ENOPROTOOPT, "verbs: passive endpoint: setopt: level %#x option %d cannot be set", int(level), int(name))
+}
+
 // CMDataSize is the most private data a connection request to this
 // passive endpoint, and its accept or reject, carry
 // (fi_getopt(FI_OPT_CM_DATA_SIZE) on a passive endpoint): 55 bytes, as its endpoints.
@@ -123,9 +165,25 @@ func (p *passiveEP) Listen() error {
 
 // cmEvent takes the listening id's events: a CONNECT_REQUEST becomes a
 // pending request and an eq.ConnReq event, or is rejected when the
-// backlog is full or the endpoint closed.
+// backlog is full (eq.ReasonBacklogFull at a gofabric requester) or the
+// endpoint closed (eq.ReasonNoListener); a DEVICE_REMOVAL becomes an
+// error event (fi.ENODEV, eq.ReasonTransport), as in C.
 func (p *passiveEP) cmEvent(ev cmEventC) {
-	if ev.typ != evConnectRequest {
+	switch ev.typ {
+	case evConnectRequest:
+	case evDeviceRemoval:
+		// The device goes once its ids are destroyed: the application
+		// closes the endpoint.
+		code, prov, reason := connFailure(ev.typ, ev.status, nil)
+		p.Mu.Lock()
+		q := p.events
+		p.Mu.Unlock()
+		if q != nil {
+			_ = q.PostErr(&eq.EQError{Fid: p, Err: code, ProvErrno: prov, Reason: reason})
+		}
+		return
+	default:
+		fi.Logger(provName).Debug("verbs: passive endpoint: rdma_cm event ignored", "event", eventName(ev.typ), "status", ev.status)
 		return
 	}
 	d := p.fabric.cm
@@ -136,7 +194,11 @@ func (p *passiveEP) cmEvent(ev cmEventC) {
 	p.Mu.Unlock()
 	if err != nil {
 		fi.Logger(provName).Debug("verbs: refused a connection request", "err", err)
-		r.reject(nil)
+		reason := eq.ReasonNoListener
+		if errors.Is(err, fi.ECONNREFUSED) {
+			reason = eq.ReasonBacklogFull
+		}
+		r.rejectRaw(providerReject(reason))
 		return
 	}
 	info := p.RequestInfo(r, idAddr(ev.id, false), idAddr(ev.id, true))
@@ -188,9 +250,13 @@ func (r *connReq) Close() error { return r.pep.CloseRequest(r, rejectReq) }
 
 // reject rejects the request with data and destroys its id (rdma_reject,
 // rdma_destroy_id).
-func (r *connReq) reject(data []byte) {
+func (r *connReq) reject(data []byte) { r.rejectRaw(cmData(data)) }
+
+// rejectRaw rejects the request with private data raw, the provider's
+// header included, and destroys its id.
+func (r *connReq) rejectRaw(raw []byte) {
 	r.once.Do(func() {
-		if err := reject(r.id, cmData(data)); err != nil {
+		if err := reject(r.id, raw); err != nil {
 			fi.Logger(provName).Debug("verbs: rdma_reject failed", "err", err)
 		}
 		r.cm.destroy(r.id)

@@ -1,12 +1,18 @@
 package verbs
 
-import "strconv"
+import (
+	"strconv"
 
-// RejectReason is an InfiniBand CM reject reason (IBTA vol. 1, 12.6.7.2),
-// the status of librdmacm's RDMA_CM_EVENT_REJECTED on InfiniBand and
-// RoCE: the ProvErrno of the fi.ECONNREFUSED error entry a refused
-// fi_connect gives. RejectConsumer is the peer application's fi_reject,
-// with its private data; the others come from the transport.
+	"github.com/gofabric/gofabric/eq"
+)
+
+// RejectReason is an InfiniBand CM reject reason (IBTA vol. 1, 12.6.7.2;
+// the table of seed 004), the status of librdmacm's
+// RDMA_CM_EVENT_REJECTED on InfiniBand and RoCE: the ProvErrno of the
+// error entry a refused fi_connect gives (C's verbs provider puts the
+// same code, negated, in prov_errno). RejectConsumer is the peer
+// application's fi_reject, with its private data; the others come from
+// the transport. Reason gives the eq.ConnReason the entry carries.
 type RejectReason int
 
 // The IB CM reject reasons.
@@ -66,4 +72,23 @@ func (r RejectReason) String() string {
 		return rejectNames[r]
 	}
 	return "reject reason " + strconv.Itoa(int(r))
+}
+
+// Reason is the eq.ConnReason of a connection refused with r (the
+// EQError.Reason of its error entry): RejectConsumer is
+// eq.ReasonRejected (the provider's own refusals, a full backlog or a
+// closed listener, are consumer rejects too and say so in their private
+// data: eq.ReasonBacklogFull, eq.ReasonNoListener); RejectInvalidServiceID
+// (nothing listens on the port) eq.ReasonNoListener; RejectTimeout
+// eq.ReasonTimedOut; every other reason eq.ReasonTransport.
+func (r RejectReason) Reason() eq.ConnReason {
+	switch r {
+	case RejectConsumer:
+		return eq.ReasonRejected
+	case RejectInvalidServiceID:
+		return eq.ReasonNoListener
+	case RejectTimeout:
+		return eq.ReasonTimedOut
+	}
+	return eq.ReasonTransport
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/gofabric/gofabric/eq"
 	"github.com/gofabric/gofabric/providers/verbs"
 )
 
@@ -23,5 +24,16 @@ func TestRejectReasons(t *testing.T) {
 	require.Equal(t, "reject reason 0", verbs.RejectReason(0).String())
 	for r := verbs.RejectNoQP; r <= verbs.RejectRNRRetryCount; r++ {
 		require.NotContains(t, r.String(), "reject reason", "%d has a name", int(r))
+	}
+}
+
+// TestRejectReasonConnReason: each IB reject reason maps to the reason
+// applications act on.
+func TestRejectReasonConnReason(t *testing.T) {
+	require.Equal(t, eq.ReasonRejected, verbs.RejectConsumer.Reason())
+	require.Equal(t, eq.ReasonNoListener, verbs.RejectInvalidServiceID.Reason())
+	require.Equal(t, eq.ReasonTimedOut, verbs.RejectTimeout.Reason())
+	for _, r := range []verbs.RejectReason{verbs.RejectNoQP, verbs.RejectStaleConnection, verbs.RejectInsufficientResponder, 99} {
+		require.Equal(t, eq.ReasonTransport, r.Reason(), "%v", r)
 	}
 }

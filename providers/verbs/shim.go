@@ -64,13 +64,16 @@ static int gf_set_nonblock(int fd) {
 // RDMA_MAX_INIT_DEPTH to it; the acceptor's side also to what the
 // connector asked), as C's verbs provider does: a rendezvous issues
 // several RDMA reads at once, and a depth of 1 runs them one by one.
-static void gf_conn_param(struct rdma_conn_param *p, const void *data, uint8_t len) {
+// flow_control and rnr_retry_count are C's too (vrb_ep_prepare_rdma_cm_param);
+// retry is the transport retry count (the kernel sends at most 7).
+static void gf_conn_param(struct rdma_conn_param *p, const void *data, uint8_t len, int retry) {
 	memset(p, 0, sizeof *p);
 	p->private_data = data;
 	p->private_data_len = len;
 	p->responder_resources = RDMA_MAX_RESP_RES;
 	p->initiator_depth = RDMA_MAX_INIT_DEPTH;
-	p->retry_count = 7;
+	p->flow_control = 1;
+	p->retry_count = (uint8_t)retry;
 	p->rnr_retry_count = 7;
 }
 
@@ -516,10 +519,13 @@ func withData(data []byte, f func(p unsafe.Pointer, n C.uint8_t) error) error {
 	return f(p, C.uint8_t(len(data)))
 }
 
-func connect(id cmIDC, data []byte) error {
+// connect sends the connection request (rdma_connect) with data and the
+// transport retry count retry (ep.go's cmRetryDefault, or the endpoint's
+// ep.OptConnRetries).
+func connect(id cmIDC, data []byte, retry int) error {
 	return withData(data, func(p unsafe.Pointer, n C.uint8_t) error {
 		var cp C.struct_rdma_conn_param
-		C.gf_conn_param(&cp, p, n)
+		C.gf_conn_param(&cp, p, n, C.int(retry))
 		if rc, errno := C.rdma_connect(id, &cp); rc != 0 {
 			return errnoErr("rdma_connect", errno.(syscall.Errno))
 		}
@@ -530,7 +536,7 @@ func connect(id cmIDC, data []byte) error {
 func accept(id cmIDC, data []byte) error {
 	return withData(data, func(p unsafe.Pointer, n C.uint8_t) error {
 		var cp C.struct_rdma_conn_param
-		C.gf_conn_param(&cp, p, n)
+		C.gf_conn_param(&cp, p, n, cmRetryDefault)
 		if rc, errno := C.rdma_accept(id, &cp); rc != 0 {
 			return errnoErr("rdma_accept", errno.(syscall.Errno))
 		}
