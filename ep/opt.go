@@ -47,20 +47,25 @@ const (
 )
 
 // OptLevelCM options, on MSG endpoints of the providers that connect
-// (tcp, verbs).
+// (tcp, verbs). The two that can be set are set before Connect: after it,
+// and on an endpoint opened from a connection request, SetOpt gives
+// fi.EOPBADSTATE; a value out of range gives fi.EINVAL.
 const (
 	// OptConnTimeout is the time in milliseconds that Connect waits for
 	// the peer's answer before the attempt fails with fi.ETIMEDOUT and
-	// eq.ReasonTimedOut; set it before Connect. Its default is the
-	// provider's (tcp: FI_TCP_CONN_TIMEOUT; verbs: its resolution and CM
-	// response timeouts).
+	// eq.ReasonTimedOut. Its default is the provider's: tcp reads
+	// FI_TCP_CONN_TIMEOUT (and GetOpt gives it); verbs reads 0 until set,
+	// its resolution and CM timeouts being the kernel's and C's.
 	OptConnTimeout OptName = 1
-	// OptConnRetries is how often the connection request is sent again
-	// when unanswered (tcp: SYN retransmissions, TCP_SYNCNT; verbs: the
-	// retry count of rdma_conn_param, at most 7); set it before Connect.
+	// OptConnRetries is how often the transport retries before it gives
+	// up: tcp, the SYN retransmissions of the connect (TCP_SYNCNT, 1 to
+	// 127; default the kernel's net.ipv4.tcp_syn_retries); verbs, the
+	// queue pair's transport retry count that rdma_connect passes (0 to
+	// 7; default C's 15, which the kernel sends as 7). The CM's own
+	// resends of a request are the kernel's on either.
 	OptConnRetries OptName = 2
 	// OptConnState is the endpoint's connection state, a CMState
-	// (read-only; the same as State).
+	// (read-only; the same as State). Passive endpoints answer it too.
 	OptConnState OptName = 3
 )
 
