@@ -575,12 +575,19 @@ func TestRunfabtestsShort(t *testing.T) {
 	bin := fabtests(t)
 	reftest.Tool(t, "python3", "python3") // runfabtests.sh reads errno values with it
 	unshare := reftest.Tool(t, "unshare", "util-linux")
-	unshareArgs := []string{"--pid", "--fork", "--mount-proc"}
+	ip := reftest.Tool(t, "ip", "iproute2")
+	// A network namespace of its own too: fabtests' fi_dgram_pingpong
+	// always synchronizes over TCP port 3000 (no -E or -b in
+	// runfabtests.sh's list), which cmd/ft's dgram pairs use as well
+	// when go test runs the packages at once; two runs on one port
+	// connect to each other's peers (it failed that way in CI twice).
+	// Its loopback comes up before runfabtests.sh starts.
+	unshareArgs := []string{"--net", "--pid", "--fork", "--mount-proc"}
 	if os.Geteuid() != 0 {
 		unshareArgs = append([]string{"--user", "--map-root-user"}, unshareArgs...)
 	}
-	if out, err := exec.Command(unshare, append(unshareArgs, "true")...).CombinedOutput(); err != nil {
-		reftest.Missing(t, "runfabtests.sh kills every fi_* process of the host, so it runs in a PID namespace of its own, and unshare %v fails: %v: %s", unshareArgs, err, out)
+	if out, err := exec.Command(unshare, append(unshareArgs, ip, "link", "set", "lo", "up")...).CombinedOutput(); err != nil {
+		reftest.Missing(t, "runfabtests.sh kills every fi_* process of the host, so it runs in PID and network namespaces of its own, and unshare %v fails: %v: %s", unshareArgs, err, out)
 	}
 	// With -v runfabtests.sh prints each test as YAML, with the output of
 	// the failed ones: "- name:   fi_x -p \"prov\"", then "  result: Pass".
@@ -601,7 +608,7 @@ func TestRunfabtestsShort(t *testing.T) {
 			// After each test runfabtests.sh kill -9s every process of
 			// the host whose name starts with fi_: in a PID namespace of
 			// its own it sees only its own.
-			cmd := command(e, unshare, append(unshareArgs, filepath.Join(bin, "runfabtests.sh"),
+			cmd := command(e, unshare, append(unshareArgs, "sh", "-c", ip+` link set lo up && exec "$0" "$@"`, filepath.Join(bin, "runfabtests.sh"),
 				"-v", "-p", bin, "-t", "short", "-T", "60", "-e", "atomic,multi_recv", c.prov)...)
 			cmd.Dir = t.TempDir() // it writes its temporary files there
 			p := startCmd(t, "runfabtests.sh", cmd)
