@@ -63,10 +63,25 @@ func main() {
 	flag.BoolVar(&c.skipS, "skip-scale", false, "leave out the scale figures")
 	flag.Parse()
 	if c.quick {
-		c.rounds, c.quiet = 1, 0
-		c.sizes, c.udpSizes, c.iters = "64,65536", "64", "10000"
-		c.bwSizes, c.bwIters = "64,1048576", "200"
-		c.scaleN, c.connectN, c.shmN = "1,16,64", "100", "1,16"
+		// Options given on the command line win over the quick ones.
+		set := map[string]bool{}
+		flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		for name, v := range map[string]string{"rounds": "1", "quiet": "0", "sizes": "64,65536", "udp-sizes": "64",
+			"iters": "5000", "bw-sizes": "64,1048576", "bw-iters": "200", "scale-n": "1,16,64", "connect-n": "100", "shm-n": "1,16"} {
+			if !set[name] {
+				_ = flag.Set(name, v)
+			}
+		}
+	}
+	for _, l := range []string{c.scaleN, c.connectN, c.shmN, c.sizes, c.udpSizes, c.bwSizes} {
+		if _, err := ints(l); err != nil {
+			fmt.Fprintln(os.Stderr, "benchreport:", err)
+			os.Exit(2)
+		}
+	}
+	if c.rounds <= 0 || c.quiet < 0 {
+		fmt.Fprintln(os.Stderr, "benchreport: -rounds must be positive and -quiet not negative")
+		os.Exit(2)
 	}
 	if err := run(&c); err != nil {
 		fmt.Fprintln(os.Stderr, "benchreport:", err)
@@ -128,90 +143,18 @@ func run(c *config) error {
 	md.WriteString(machine())
 
 	if !c.skipPing {
-		gobin := filepath.Join(tmp, "fi_pingpong")
-		if err := sh("go", "build", "-o", gobin, "./cmd/fi_pingpong"); err != nil {
-			return err
-		}
-		cases := []pingCase{{"tcp", "msg", c.sizes}, {"tcp", "rdm", c.sizes}, {"shm", "rdm", c.sizes}, {"udp", "dgram", c.udpSizes}}
-		md.WriteString("## Latency and bandwidth: fi_pingpong\n\n`scripts/bench-compare.sh`: Go's and C's `fi_pingpong` over loopback, the client's usec/xfer (one way) and MB/sec.\n\n")
-		for _, pc := range cases {
-			args := []string{"-p", pc.prov, "-e", pc.ep, "-s", pc.sizes, "-r", strconv.Itoa(c.rounds), "-q", strconv.Itoa(c.quiet), "-G", gobin}
-			if c.iters != "" {
-				args = append(args, "-I", c.iters)
-			}
-			out, err := capture(nil, "scripts/bench-compare.sh", args...)
-			if err != nil {
-				return err
-			}
-			rows := parsePing(out)
-			if len(rows) == 0 {
-				return fmt.Errorf("bench-compare.sh %s: no result rows in:\n%s", strings.Join(args, " "), out)
-			}
-			name := pc.prov + "-" + pc.ep
-			fmt.Fprintf(&md, "### %s %s\n\n", pc.prov, pc.ep)
-			md.WriteString("| size | Go usec | C usec | Go/C | Go spread | C spread | Go MB/s | C MB/s | Go/C | Go spread | C spread |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
-			var gl, cl, gb, cb []point
-			for _, r := range rows {
-				fmt.Fprintf(&md, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", sizeName(r.size),
-					f2(r.goLat.med), f2(r.cLat.med), r.latRatio, spread(r.goLat), spread(r.cLat),
-					f2(r.goBW.med), f2(r.cBW.med), r.bwRt, spread(r.goBW), spread(r.cBW))
-				x := float64(r.size)
-				gl, cl = append(gl, point{x, r.goLat}), append(cl, point{x, r.cLat})
-				gb, cb = append(gb, point{x, r.goBW}), append(cb, point{x, r.cBW})
-			}
-			if err := writePlot(c.plots, "lat-"+name+".svg", pc.prov+" "+pc.ep+": latency (usec/xfer)", "message size (bytes)", "usec", []series{{"Go", gl}, {"C", cl}}); err != nil {
-				return err
-			}
-			if err := writePlot(c.plots, "bw-"+name+".svg", pc.prov+" "+pc.ep+": bandwidth (MB/s)", "message size (bytes)", "MB/s", []series{{"Go", gb}, {"C", cb}}); err != nil {
-				return err
-			}
-			fmt.Fprintf(&md, "\n![%s latency](%s) ![%s bandwidth](%s)\n\n", name, plotRef("lat-"+name+".svg"), name, plotRef("bw-"+name+".svg"))
+		if err := pingpong(c, tmp, &md, plotRef); err != nil {
+			failed(&md, "pingpong", err)
 		}
 	}
-
 	if !c.skipBW {
-		ft := filepath.Join(tmp, "ft")
-		if err := sh("go", "build", "-o", ft, "./cmd/ft"); err != nil {
-			return err
+		if err := streaming(c, tmp, &md, plotRef); err != nil {
+			failed(&md, "streaming", err)
 		}
-		args := []string{"bw", "-s", c.bwSizes, "-r", strconv.Itoa(c.rounds), "-q", strconv.Itoa(min(c.quiet, 30)), "-G", ft}
-		if c.bwIters != "" {
-			args = append(args, "-I", c.bwIters)
-		}
-		out, err := capture(nil, "scripts/bench-compare.sh", args...)
-		if err != nil {
-			return err
-		}
-		rows := parseBW(out)
-		md.WriteString("## Streaming: fabtests' bandwidth programs\n\n`scripts/bench-compare.sh bw`: Go against Go (`cmd/ft`) and C against C (fabtests 1.17), 64 operations in flight, the client's MB/sec.\n\n")
-		md.WriteString("| provider | program | size | Go MB/s | C MB/s | Go/C | Go spread | C spread |\n|---|---|---|---|---|---|---|---|\n")
-		plots := map[string][2][]point{}
-		var order []string
-		for _, r := range rows {
-			fmt.Fprintf(&md, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", r.prov, r.prog, sizeName(r.size), f2(r.gob.med), f2(r.c.med), r.ratio, spread(r.gob), spread(r.c))
-			k := r.prov + "-" + r.prog
-			if _, ok := plots[k]; !ok {
-				order = append(order, k)
-			}
-			p := plots[k]
-			p[0] = append(p[0], point{float64(r.size), r.gob})
-			p[1] = append(p[1], point{float64(r.size), r.c})
-			plots[k] = p
-		}
-		md.WriteString("\n")
-		for _, k := range order {
-			f := "stream-" + k + ".svg"
-			if err := writePlot(c.plots, f, strings.Replace(k, "-", " ", 1)+": streaming bandwidth (MB/s)", "message size (bytes)", "MB/s", []series{{"Go", plots[k][0]}, {"C", plots[k][1]}}); err != nil {
-				return err
-			}
-			fmt.Fprintf(&md, "![%s](%s) ", k, plotRef(f))
-		}
-		md.WriteString("\n\n")
 	}
-
 	if !c.skipS {
 		if err := scale(c, tmp, &md, plotRef); err != nil {
-			return err
+			failed(&md, "scale", err)
 		}
 	}
 	fmt.Fprintf(&md, "---\nThe report took %s.\n", time.Since(start).Round(time.Second))
@@ -219,6 +162,113 @@ func run(c *config) error {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "benchreport: wrote %s and %s/*.svg\n", c.out, c.plots)
+	if len(failures) > 0 {
+		return fmt.Errorf("%d steps failed (marked in the report; their output is above): %s", len(failures), strings.Join(failures, "; "))
+	}
+	return nil
+}
+
+// failures names the steps that failed; the report marks them and goes on.
+var failures []string
+
+// failed marks a failed step in the report (its first line; the whole
+// output went to stderr) and records it.
+func failed(md *bytes.Buffer, what string, err error) {
+	first, _, _ := strings.Cut(err.Error(), "\n")
+	fmt.Fprintf(md, "\n> **Failed** (%s): %s\n\n", what, first)
+	fmt.Fprintf(os.Stderr, "benchreport: %s failed: %v\n", what, err)
+	failures = append(failures, what+": "+first)
+}
+
+// pingpong runs bench-compare.sh for every provider and endpoint type.
+func pingpong(c *config, tmp string, md *bytes.Buffer, plotRef func(string) string) error {
+	gobin := filepath.Join(tmp, "fi_pingpong")
+	if err := sh("go", "build", "-o", gobin, "./cmd/fi_pingpong"); err != nil {
+		return err
+	}
+	cases := []pingCase{{"tcp", "msg", c.sizes}, {"tcp", "rdm", c.sizes}, {"shm", "rdm", c.sizes}, {"udp", "dgram", c.udpSizes}}
+	md.WriteString("## Latency and bandwidth: fi_pingpong\n\n`scripts/bench-compare.sh`: Go's and C's `fi_pingpong` over loopback, the client's usec/xfer (one way) and MB/sec.\n\n")
+	for _, pc := range cases {
+		args := []string{"-p", pc.prov, "-e", pc.ep, "-s", pc.sizes, "-r", strconv.Itoa(c.rounds), "-q", strconv.Itoa(c.quiet), "-G", gobin}
+		if c.iters != "" {
+			args = append(args, "-I", c.iters)
+		}
+		fmt.Fprintf(md, "### %s %s\n\n", pc.prov, pc.ep)
+		out, err := capture(nil, "scripts/bench-compare.sh", args...)
+		if err != nil {
+			failed(md, pc.prov+" "+pc.ep, err)
+			continue
+		}
+		rows := parsePing(out)
+		if len(rows) == 0 {
+			failed(md, pc.prov+" "+pc.ep, fmt.Errorf("bench-compare.sh %s: no result rows in:\n%s", strings.Join(args, " "), out))
+			continue
+		}
+		name := pc.prov + "-" + pc.ep
+		md.WriteString("| size | Go usec | C usec | Go/C | Go spread | C spread | Go MB/s | C MB/s | Go/C | Go spread | C spread |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
+		var gl, cl, gb, cb []point
+		for _, r := range rows {
+			fmt.Fprintf(md, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", sizeName(r.size),
+				f2(r.goLat.med), f2(r.cLat.med), r.latRatio, spread(r.goLat), spread(r.cLat),
+				f2(r.goBW.med), f2(r.cBW.med), r.bwRt, spread(r.goBW), spread(r.cBW))
+			x := float64(r.size)
+			gl, cl = append(gl, point{x, r.goLat}), append(cl, point{x, r.cLat})
+			gb, cb = append(gb, point{x, r.goBW}), append(cb, point{x, r.cBW})
+		}
+		if err := writePlot(c.plots, "lat-"+name+".svg", pc.prov+" "+pc.ep+": latency (usec/xfer)", "message size (bytes)", "usec", []series{{"Go", gl}, {"C", cl}}); err != nil {
+			return err
+		}
+		if err := writePlot(c.plots, "bw-"+name+".svg", pc.prov+" "+pc.ep+": bandwidth (MB/s)", "message size (bytes)", "MB/s", []series{{"Go", gb}, {"C", cb}}); err != nil {
+			return err
+		}
+		fmt.Fprintf(md, "\n![%s latency](%s) ![%s bandwidth](%s)\n\n", name, plotRef("lat-"+name+".svg"), name, plotRef("bw-"+name+".svg"))
+	}
+	return nil
+}
+
+// streaming runs bench-compare.sh bw.
+func streaming(c *config, tmp string, md *bytes.Buffer, plotRef func(string) string) error {
+	ft := filepath.Join(tmp, "ft")
+	if err := sh("go", "build", "-o", ft, "./cmd/ft"); err != nil {
+		return err
+	}
+	args := []string{"bw", "-s", c.bwSizes, "-r", strconv.Itoa(c.rounds), "-q", strconv.Itoa(min(c.quiet, 30)), "-G", ft}
+	if c.bwIters != "" {
+		args = append(args, "-I", c.bwIters)
+	}
+	md.WriteString("## Streaming: fabtests' bandwidth programs\n\n`scripts/bench-compare.sh bw`: Go against Go (`cmd/ft`) and C against C (fabtests 1.17), 64 operations in flight, the client's MB/sec.\n\n")
+	out, err := capture(nil, "scripts/bench-compare.sh", args...)
+	rows := parseBW(out)
+	if err != nil {
+		// bench-bw.sh prints its tables, failed runs marked, before it fails.
+		failed(md, "bench-compare.sh bw", err)
+		if len(rows) == 0 {
+			return nil
+		}
+	}
+	md.WriteString("| provider | program | size | Go MB/s | C MB/s | Go/C | Go spread | C spread |\n|---|---|---|---|---|---|---|---|\n")
+	plots := map[string][2][]point{}
+	var order []string
+	for _, r := range rows {
+		fmt.Fprintf(md, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", r.prov, r.prog, sizeName(r.size), f2(r.gob.med), f2(r.c.med), r.ratio, spread(r.gob), spread(r.c))
+		k := r.prov + "-" + r.prog
+		if _, ok := plots[k]; !ok {
+			order = append(order, k)
+		}
+		p := plots[k]
+		p[0] = append(p[0], point{float64(r.size), r.gob})
+		p[1] = append(p[1], point{float64(r.size), r.c})
+		plots[k] = p
+	}
+	md.WriteString("\n")
+	for _, k := range order {
+		f := "stream-" + k + ".svg"
+		if err := writePlot(c.plots, f, strings.Replace(k, "-", " ", 1)+": streaming bandwidth (MB/s)", "message size (bytes)", "MB/s", []series{{"Go", plots[k][0]}, {"C", plots[k][1]}}); err != nil {
+			return err
+		}
+		fmt.Fprintf(md, "![%s](%s) ", k, plotRef(f))
+	}
+	md.WriteString("\n\n")
 	return nil
 }
 
@@ -263,6 +313,8 @@ func scale(c *config, tmp string, md *bytes.Buffer, plotRef func(string) string)
 	if err != nil {
 		return err
 	}
+	md.WriteString("## Scale: many tcp connections in one process\n\n" +
+		"N connected tcp FI_EP_MSG pairs in one process: one fabric and EQ, a client and a server domain with one CQ each, every endpoint bound to its side's CQ. Go: `go test -bench` in providers/tcp (`CQReadIdleConns`, `PerEndpoint`, `ConnectPairs`); C: `scripts/scaleprobe/scaleprobe.c` against C libfabric, the same shape.\n\n")
 	figs := figures{}
 	count := strconv.Itoa(c.rounds)
 	benchtime := "0.5s"
@@ -278,14 +330,15 @@ func scale(c *config, tmp string, md *bytes.Buffer, plotRef func(string) string)
 	}
 	for _, r := range runs {
 		out, err := capture([]string{r.env}, "go", "test", "-p", "1", "-run", "^$", "-bench", r.bench, "-benchtime", r.time, "-count", count, r.pkg)
+		figs.addBench(r.impl, out) // what ran before a failure
 		if err != nil {
-			return err
+			failed(md, r.pkg+" "+r.bench, err)
 		}
-		figs.addBench(r.impl, out)
 	}
 	probe := filepath.Join(tmp, "scaleprobe")
-	if err := sh("gcc", "-O2", "-Wall", "-o", probe, "scripts/scaleprobe/scaleprobe.c", "-lfabric"); err != nil {
-		return err
+	probeErr := sh("gcc", "-O2", "-Wall", "-o", probe, "scripts/scaleprobe/scaleprobe.c", "-lfabric")
+	if probeErr != nil {
+		failed(md, "building scaleprobe", probeErr)
 	}
 	all := map[int]bool{}
 	for _, n := range append(append([]int(nil), scaleN...), connectN...) {
@@ -295,18 +348,16 @@ func scale(c *config, tmp string, md *bytes.Buffer, plotRef func(string) string)
 	if c.quick {
 		probeT = "0.1"
 	}
-	for range c.rounds {
+	for r := 0; r < c.rounds && probeErr == nil; r++ {
 		for _, n := range sortedKeys(all) {
 			out, err := capture([]string{"FI_TCP_IFACE=lo"}, probe, "-n", strconv.Itoa(n), "-t", probeT)
-			if err != nil {
-				return err
-			}
 			figs.addBench("C", out)
+			if err != nil {
+				failed(md, "scaleprobe -n "+strconv.Itoa(n), err)
+			}
 		}
 	}
 
-	md.WriteString("## Scale: many tcp connections in one process\n\n" +
-		"N connected tcp FI_EP_MSG pairs in one process: one fabric and EQ, a client and a server domain with one CQ each, every endpoint bound to its side's CQ. Go: `go test -bench` in providers/tcp (`CQReadIdleConns`, `PerEndpoint`, `ConnectPairs`); C: `scripts/scaleprobe/scaleprobe.c` against C libfabric, the same shape.\n\n")
 	md.WriteString("### An empty CQ read with N idle connections bound\n\n| N | Go ns/read | C ns/read | Go/C | Go spread | C spread | Go ns/conn | C ns/conn |\n|---|---|---|---|---|---|---|---|\n")
 	var gp, cp []point
 	for _, n := range scaleN {
