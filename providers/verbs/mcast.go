@@ -73,6 +73,7 @@ type mcGroup struct {
 	ahAttr   ahAttrC
 	attached bool
 	dest     atomic.Pointer[mcDest]
+	failed   atomic.Bool // the join failed (an EQ error was queued)
 	closed   atomic.Bool
 }
 
@@ -88,7 +89,7 @@ var _ ep.MulticastGroup = (*mcGroup)(nil)
 // Addr returns the fi.Addr to send to the group with fi.FlagMulticast
 // (fi_mc_addr): an index into the endpoint's table of groups, not an AV
 // address. It is valid from Join on; sends to it give fi.EAGAIN until the
-// join has completed (eq.JoinComplete).
+// join has completed (eq.JoinComplete), and fi.EINVAL once it failed.
 func (g *mcGroup) Addr() fi.Addr { return fi.Addr(g.idx) }
 
 // target returns where the group's datagrams go, false before the join
@@ -322,6 +323,7 @@ func (g *mcGroup) fail(q *eventQueue, code fi.Errno, status int) {
 	if code == fi.EOTHER {
 		code = fi.EIO
 	}
+	g.failed.Store(true)
 	g.release()
 	if q != nil {
 		_ = q.PostErr(&eq.EQError{Fid: g, Context: g.ctx, Err: code, ProvErrno: status, Reason: eq.ReasonTransport})

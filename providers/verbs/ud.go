@@ -456,6 +456,9 @@ func (e *udEndpoint) PostTx(op kit.Op) error {
 		}
 		var ok bool
 		if ah, qpn, qkey, ok = g.target(); !ok {
+			if g.failed.Load() {
+				return errors.Wrapf(fi.EINVAL, "verbs: send: the join of group %v failed", g.ap.Addr())
+			}
 			return fi.EAGAIN // the join has not completed yet
 		}
 	} else {

@@ -61,7 +61,7 @@ func udEntries() ([]*fi.Info, error) {
 			continue
 		}
 		e := newMsgEntry(d)
-		e.Caps, e.Mode = udAllCaps, fi.ModeMsgPrefix
+		e.Caps, e.Mode = udAllCaps, fi.ModeMsgPrefix|fi.ModeRxCQData
 		e.TxAttr.Caps, e.TxAttr.RMAIOVLimit = udTxCaps, 1
 		e.RxAttr.Caps, e.RxAttr.Mode = udRxCaps, fi.ModeMsgPrefix|fi.ModeRxCQData
 		mtu := min(d.activeMTU, int(d.maxMsgSz))
