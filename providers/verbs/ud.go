@@ -618,7 +618,11 @@ func (e *udEndpoint) PostRx(op kit.Op) error {
 // Close closes the endpoint (fi_close; ibv_destroy_qp, ibv_destroy_cq):
 // it leaves every multicast group it joined (mcast.go), receives still
 // posted complete with fi.ECANCELED error entries, and it lets go of its
-// AV, queues, counters and domain. A second Close returns fi.EBADF.
+// AV, queues, counters and domain. A second Close returns fi.EBADF. On
+// Soft-RoCE, ibv_destroy_qp of a queue pair that sent to a multicast
+// group waits until the kernel has freed the last packet it gave the
+// network interface (rxe holds the queue pair for it): in the qemu VM of
+// the tests that is about 50 s.
 func (e *udEndpoint) Close() error {
 	e.stateMu.Lock()
 	if e.closed.Swap(true) {

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"net/netip"
 	"os"
@@ -57,22 +58,22 @@ func openUDSide(t testing.TB, hints *fi.Info) *udSide {
 	s := &udSide{info: infos[0]}
 	s.fabric, err = fi.OpenFabric(s.info)
 	require.NoError(t, err)
-	closeAt(t, s.fabric)
+	udCloseAt(t, s.fabric)
 	s.eq, err = eq.OpenEQ(s.fabric, &eq.Attr{})
 	require.NoError(t, err)
-	closeAt(t, s.eq)
+	udCloseAt(t, s.eq)
 	s.domain, err = s.fabric.OpenDomain(s.info)
 	require.NoError(t, err)
-	closeAt(t, s.domain)
+	udCloseAt(t, s.domain)
 	s.av, err = fi.OpenAV(s.domain, &fi.AVAttr{})
 	require.NoError(t, err)
-	closeAt(t, s.av)
+	udCloseAt(t, s.av)
 	s.cq, err = eq.OpenCQ(s.domain, &eq.CQAttr{Format: eq.FormatData})
 	require.NoError(t, err)
-	closeAt(t, s.cq)
+	udCloseAt(t, s.cq)
 	s.ep, err = ep.Open(s.domain, s.info)
 	require.NoError(t, err)
-	closeAt(t, s.ep)
+	udCloseAt(t, s.ep)
 	for _, b := range []struct {
 		f     fi.Fid
 		flags fi.Flags
@@ -87,6 +88,19 @@ func openUDSide(t testing.TB, hints *fi.Info) *udSide {
 	require.Equal(t, udNameLen, n)
 	s.name = buf[:n]
 	return s
+}
+
+// udCloseAt is closeAt that logs a Close slower than a second.
+func udCloseAt(t testing.TB, f fi.Fid) {
+	t.Cleanup(func() {
+		start := time.Now()
+		if err := f.Close(); err != nil && !errors.Is(err, fi.EBADF) {
+			t.Errorf("close %T: %v", f, err)
+		}
+		if d := time.Since(start); d > time.Second {
+			t.Logf("close %T took %v", f, d)
+		}
+	})
 }
 
 // insert puts peer's name into s's AV.
@@ -124,7 +138,7 @@ func (s *udSide) reg(t testing.TB, buf []byte) any {
 	t.Helper()
 	mr, err := fi.RegisterMR(s.domain, &fi.MRAttr{Buf: buf, Access: fi.AccessSend | fi.AccessRecv}, 0)
 	require.NoError(t, err)
-	closeAt(t, mr)
+	udCloseAt(t, mr)
 	return mr.Desc()
 }
 
@@ -266,7 +280,7 @@ func TestUDPostAllocs(t *testing.T) {
 		}
 	}
 	require.True(t, err == fi.EAGAIN, "a full receive queue: bare fi.EAGAIN, got %v after %d", err, posted)
-	require.Equal(t, b.info.RxAttr.Size, posted, "receives the queue takes")
+	require.GreaterOrEqual(t, posted, b.info.RxAttr.Size, "receives the queue takes: at least rx_attr.size")
 }
 
 // igmpJoined reports whether the kernel lists IPv4 group g in
@@ -301,7 +315,10 @@ func joinGroup(t *testing.T, s *udSide, group []byte, flags fi.Flags) ep.Multica
 // the groups it is in (the kernel's IGMP membership goes with the last
 // member), and the group's own Close then only marks it closed.
 func TestUDMulticastLeave(t *testing.T) {
+	t0 := time.Now()
+	step := func(what string) { t.Logf("%6.2fs %s", time.Since(t0).Seconds(), what) }
 	a, b, s := openUDSide(t, udHints(false)), openUDSide(t, udHints(false)), openUDSide(t, udHints(false))
+	step("opened")
 	ip := netip.AddrFrom4([4]byte{239, 255, 77, byte(1 + time.Now().UnixNano()%250)})
 	_, group, err := fi.SockaddrFromAddrPort(netip.AddrPortFrom(ip, 0))
 	require.NoError(t, err)
@@ -309,6 +326,7 @@ func TestUDMulticastLeave(t *testing.T) {
 	ga := joinGroup(t, a, group, fi.FlagRecv)
 	gb := joinGroup(t, b, group, 0)
 	gs := joinGroup(t, s, group, fi.FlagSend)
+	step("joined")
 	require.True(t, igmpJoined(t, ip), "rdma_cm joined %v on the netdev", ip)
 	bufs := [2][]byte{make([]byte, 64), make([]byte, 64)}
 	for i, x := range []*udSide{a, b} {
@@ -326,18 +344,23 @@ func TestUDMulticastLeave(t *testing.T) {
 		require.Equal(t, fi.FlagRecv|fi.FlagMsg|fi.FlagMulticast, c.Flags, "member %d", i)
 		require.Equal(t, data, bufs[i][:len(data)])
 	}
+	step("received")
 	// a leaves by closing its group, b by closing its endpoint.
 	require.NoError(t, ga.Close())
+	step("a left")
 	require.ErrorIs(t, ga.Close(), fi.EBADF)
 	require.NoError(t, b.ep.Close())
+	step("b closed")
 	require.NoError(t, gb.Close(), "a group its endpoint's Close left")
 	require.ErrorIs(t, gb.Close(), fi.EBADF)
 	require.NoError(t, gs.Close())
+	step("s left")
 	deadline := time.Now().Add(5 * time.Second)
 	for igmpJoined(t, ip) && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	require.False(t, igmpJoined(t, ip), "every member left %v", ip)
+	step("igmp gone")
 	// a's receive is still posted and gets nothing more.
 	require.NoError(t, a.msg.Recv(bufs[0], a.reg(t, bufs[0]), fi.AddrUnspec, "mc2"))
 }

@@ -468,17 +468,8 @@ func attachMC(qp qpC, a *ahAttrC, detach bool) error {
 	return nil
 }
 
-// mcGID is the group GID of a join's attributes.
-func mcGID(a *ahAttrC) [16]byte {
-	var g [16]byte
-	raw := (*[16]byte)(unsafe.Pointer(&a.grh.dgid))
-	copy(g[:], raw[:])
-	return g
-}
-
 // rdma_cm multicast event types.
 const (
 	evMulticastJoin  = int(C.RDMA_CM_EVENT_MULTICAST_JOIN)
 	evMulticastError = int(C.RDMA_CM_EVENT_MULTICAST_ERROR)
-	evAddrChange     = int(C.RDMA_CM_EVENT_ADDR_CHANGE)
 )
