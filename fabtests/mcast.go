@@ -36,7 +36,12 @@ func (s *suite) mcInfo(t testing.TB, extra fi.Caps) *fi.Info {
 	if info.Caps&fi.CapMulticast == 0 {
 		t.Skipf("provider's Info lacks FI_MULTICAST: %v", info.Caps)
 	}
-	if info.AddrFormat != fi.FormatSockaddrIn && info.AddrFormat != fi.FormatSockaddr {
+	switch info.AddrFormat {
+	case fi.FormatSockaddrIn, fi.FormatSockaddr:
+	case fi.FormatIBUD:
+		// InfiniBand UD endpoints (verbs) join IPv4 groups too, through
+		// rdma_cm, whatever their own address format.
+	default:
 		t.Skipf("the multicast tests join IPv4 groups; the provider's address format is %v", info.AddrFormat)
 	}
 	return info
@@ -159,9 +164,10 @@ func mcSettle(s *suite) time.Duration { return min(s.cfg.Timeout/10, 250*time.Mi
 // testMulticast is the multicast group. Outside the namespace (the parent
 // of a run) it only checks that the provider offers FI_MULTICAST and runs
 // the group again inside a new network namespace (netns.go); there, and in
-// the member processes started from there, it runs the tests.
+// the member processes started from there, it runs the tests. With
+// Config.HostNetwork it runs them where it is.
 func testMulticast(t *testing.T, s *suite) {
-	if s.peerTest == "" && os.Getenv(netnsEnv) == "" && !s.planning() {
+	if s.peerTest == "" && os.Getenv(netnsEnv) == "" && !s.planning() && !s.cfg.HostNetwork {
 		s.mcInfo(t, 0)
 		s.inNetns(t)
 		return

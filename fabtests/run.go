@@ -48,6 +48,13 @@ type Config struct {
 	// group then tolerates lost, duplicated and failed operations, but
 	// never hangs or corruption.
 	Faults bool
+	// HostNetwork runs the multicast group in the test process's own
+	// network namespace instead of a new one (netns.go): for providers
+	// whose devices live only there (verbs: the Soft-RoCE device rxe0 on
+	// eth0, which a new namespace does not have), where the caller
+	// vouches that nothing the group sends reaches a real network (the
+	// Soft-RoCE VM's NIC is on a qemu hub with no other port).
+	HostNetwork bool
 	// Burst is the size of the burst group: how many clients connect to
 	// one passive endpoint at once, and how many RDM peers send their
 	// first message to one endpoint at once. Zero means 100.

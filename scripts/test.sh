@@ -125,9 +125,10 @@ else
 		# a missing C reference then fails instead of skipping.
 		export VERBS_VM_PACKAGES=${VERBS_VM_PACKAGES:-gcc,libc6-dev,libfabric-dev}
 		vmexec="$(cd "$(dirname "$VERBS_VM")" && pwd)/$(basename "$VERBS_VM") -e GOFABRIC_STRICT"
-		# The provider's tests (fabtests cm, msg, rma and the C CM peer
-		# included), then Go and C fi_pingpong -p verbs -e msg and -e rdm
-		# against each other in the guest.
+		# The provider's tests (fabtests cm, msg, rma, dgram and multicast,
+		# the last with member processes joining one group in the guest,
+		# and the C CM peer included), then Go and C fi_pingpong -p verbs
+		# -e msg, -e rdm and -e dgram against each other in the guest.
 		go test -race -tags verbs -count=1 -exec "$vmexec" ./providers/verbs/...
 		# DEVICE_REMOVAL under a listening passive endpoint: the test removes
 		# rxe0, so it runs alone, in a VM of its own (about 10 s).

@@ -55,8 +55,10 @@ func (provider) GetInfo(ctx context.Context, node, service string, flags fi.Flag
 	if hints != nil && hints.EPAttr != nil {
 		switch hints.EPAttr.Type {
 		case fi.EPTypeUnspec, fi.EPTypeMsg:
+		case fi.EPTypeDgram:
+			return udGetInfo(ctx, node, service, flags, hints)
 		default:
-			return nil, declined(fmt.Sprintf("ep type %v is not implemented (the verbs provider offers FI_EP_MSG)", hints.EPAttr.Type), "")
+			return nil, declined(fmt.Sprintf("ep type %v is not implemented (the verbs provider offers FI_EP_MSG and FI_EP_DGRAM)", hints.EPAttr.Type), "")
 		}
 	}
 	entries, err := msgEntries()
@@ -95,6 +97,12 @@ func (provider) GetInfo(ctx context.Context, node, service string, flags fi.Flag
 			}
 		}
 		out = append(out, got...)
+	}
+	if hints == nil || hints.EPAttr == nil || hints.EPAttr.Type == fi.EPTypeUnspec {
+		// Then the FI_EP_DGRAM entries, as C lists them after the MSG ones.
+		if ud, err := udGetInfo(ctx, node, service, flags, hints); err == nil {
+			out = append(out, ud...)
+		}
 	}
 	if len(out) == 0 {
 		return nil, nm

@@ -45,3 +45,30 @@ func TestConformance(t *testing.T) {
 		},
 	})
 }
+
+// TestConformanceDgramMulticast runs the suite's dgram and multicast
+// groups over the device's FI_EP_DGRAM entries (UD queue pairs, ud.go;
+// joins through rdma_cm, mcast.go), with hints that declare the entries'
+// MR mode and no FI_MSG_PREFIX (the provider then gives the Global Route
+// Header room of its own). The multicast group runs in the VM's own
+// network namespace (Config.HostNetwork: rxe0 lives on its eth0, whose
+// qemu hub has no other port): two and more processes join one group,
+// each receives, and leaving (closing the group) stops the datagrams.
+// It skips on a host without a device.
+func TestConformanceDgramMulticast(t *testing.T) {
+	ip := rdmaAddr(t)
+	devs, err := listDevices()
+	require.NoError(t, err)
+	for _, d := range devs {
+		_, err := findContext(d.name)
+		require.NoError(t, err)
+	}
+	fabtests.Run(t, fabtests.Config{
+		Provider: "verbs",
+		Hints: &fi.Info{Mode: fi.ModeRxCQData, FabricAttr: &fi.FabricAttr{}, EPAttr: &fi.EPAttr{},
+			DomainAttr: &fi.DomainAttr{MRMode: msgMRMode}},
+		Node:        ip.String(),
+		Groups:      []string{"dgram", "multicast"},
+		HostNetwork: true,
+	})
+}

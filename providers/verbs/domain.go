@@ -6,6 +6,7 @@ import (
 	"context"
 	"net/netip"
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"unsafe"
 
@@ -36,13 +37,16 @@ type domain struct {
 	// atomicCap is the device's atomic_cap (ibv_query_device): with
 	// atomicCapNone its endpoints refuse FI_SUM and FI_CSWAP (atomic.go).
 	atomicCap int
+	// ud holds the address handles of its datagram endpoints (udav.go).
+	ud     *udDomain
+	udOnce sync.Once
 }
 
 // open opens the device info.DomainAttr.Name, reads its atomic
 // capability and allocates the domain's protection domain
 // (rdma_get_devices, ibv_query_device, ibv_alloc_pd).
 func (d *domain) open() error {
-	dev, err := findContext(d.Info().DomainAttr.Name)
+	dev, err := findContext(deviceOf(d.Info().DomainAttr.Name))
 	if err != nil {
 		return errors.Wrap(err, "verbs: open domain")
 	}
@@ -60,7 +64,12 @@ func (d *domain) open() error {
 // Close closes the domain (fi_close; ibv_dealloc_pd). While endpoints,
 // CQs, counters or memory regions opened on it are open it returns
 // fi.EBUSY, saying which; once closed, bare fi.EBADF.
-func (d *domain) Close() error { return d.CloseWith(func() { deallocPD(d.pd) }) }
+func (d *domain) Close() error {
+	return d.CloseWith(func() {
+		d.ud.close()
+		deallocPD(d.pd)
+	})
+}
 
 // OpenCounter opens a counter (fi_cntr_open): the framework's software
 // counter, progressed as the domain's CQs are.
@@ -78,7 +87,14 @@ func (d *domain) OpenCounter(attr *eq.CounterAttr) (eq.Counter, error) { return 
 // epSet is the endpoints whose completions a queue or counter gets
 // (kit.Driver); the event queue has none: the rdma_cm goroutine posts to
 // it.
-type epSet struct{ kit.Set[*endpoint] }
+type epSet struct{ kit.Set[cqFeeder] }
+
+// cqFeeder is an endpoint whose verbs CQ feeds the set's queues: an
+// FI_EP_MSG endpoint or an FI_EP_DGRAM one (ud.go).
+type cqFeeder interface {
+	progress()
+	wake()
+}
 
 // Hooks gives the completion queues and counters the set's hooks
 // (kit.Driver).
@@ -201,7 +217,7 @@ func (d *domain) srcFor(format fi.AddrFormat) (netip.AddrPort, bool) {
 	if err != nil {
 		return netip.AddrPort{}, false
 	}
-	for _, a := range addrs[d.Info().DomainAttr.Name] {
+	for _, a := range addrs[deviceOf(d.Info().DomainAttr.Name)] {
 		if format == fi.FormatSockaddrIn6 && !a.Is6() || format == fi.FormatSockaddrIn && !a.Is4() {
 			continue
 		}

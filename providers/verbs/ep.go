@@ -105,6 +105,9 @@ func (d *domain) OpenEndpoint(info *fi.Info) (ep.Endpoint, error) {
 	if info == nil {
 		info = d.Info()
 	}
+	if info.EPAttr != nil && info.EPAttr.Type == fi.EPTypeDgram {
+		return d.openUD(info) // ud.go
+	}
 	if info.EPAttr != nil && info.EPAttr.Type != fi.EPTypeUnspec && info.EPAttr.Type != fi.EPTypeMsg {
 		return nil, errors.Wrapf(fi.EINVAL, "verbs: open endpoint: ep type %v not supported (offers FI_EP_MSG)", info.EPAttr.Type)
 	}

@@ -32,7 +32,7 @@ var _ fi.Fabric = (*fabric)(nil)
 // (rdma_create_event_channel).
 func (provider) OpenFabric(attr *fi.FabricAttr) (fi.Fabric, error) {
 	f := new(fabric)
-	if err := f.Init(provName, provVersion, attr, fi.EPTypeMsg); err != nil {
+	if err := f.Init(provName, provVersion, attr, fi.EPTypeMsg, fi.EPTypeDgram); err != nil {
 		return nil, err
 	}
 	entries, err := msgEntries()

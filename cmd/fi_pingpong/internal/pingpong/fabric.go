@@ -40,7 +40,9 @@ type fabricTransport struct {
 	cm     ep.CM
 	mrs    []fi.MR
 
-	tx, rx         []byte
+	tx, rx         []byte // the payloads: txAll and rxAll after their prefixes
+	txAll, rxAll   []byte // the buffers posted, prefix space first
+	txPre, rxPre   int    // FI_MSG_PREFIX space of sends and receives
 	txDesc, rxDesc any
 	peer           fi.Addr
 	injectSize     int
@@ -83,9 +85,16 @@ func (t *fabricTransport) getInfo(ctx context.Context, h *fi.Info) error {
 		return errors.Wrap(err, "pingpong: fi_getinfo")
 	}
 	t.info = infos[0]
-	if t.info.Mode&fi.ModeMsgPrefix != 0 && t.info.EPAttr != nil && t.info.EPAttr.MsgPrefixSize > 0 {
-		return errors.Wrapf(fi.ENOSYS, "pingpong: provider %s requires a %d-byte message prefix, which fi_pingpong does not support",
-			t.info.FabricAttr.ProvName, t.info.EPAttr.MsgPrefixSize)
+	// FI_MSG_PREFIX (verbs' FI_EP_DGRAM: the receive's Global Route
+	// Header): room before the payload of each send and receive, as the C
+	// tool leaves it (tx_prefix_size, rx_prefix_size).
+	if t.info.EPAttr != nil {
+		if t.info.TxAttr != nil && t.info.TxAttr.Mode&fi.ModeMsgPrefix != 0 {
+			t.txPre = t.info.EPAttr.MsgPrefixSize
+		}
+		if t.info.RxAttr != nil && t.info.RxAttr.Mode&fi.ModeMsgPrefix != 0 {
+			t.rxPre = t.info.EPAttr.MsgPrefixSize
+		}
 	}
 	if t.info.EPAttr != nil {
 		t.maxMsg = t.info.EPAttr.MaxMsgSize
@@ -298,14 +307,15 @@ func (t *fabricTransport) openDomain() error {
 		}
 	}
 	n := RxSize(t.o, t.maxMsg)
-	t.tx, t.rx = make([]byte, n), make([]byte, n)
-	touchPages(t.tx)
-	touchPages(t.rx)
+	t.txAll, t.rxAll = make([]byte, t.txPre+n), make([]byte, t.rxPre+n)
+	t.tx, t.rx = t.txAll[t.txPre:], t.rxAll[t.rxPre:]
+	touchPages(t.txAll)
+	touchPages(t.rxAll)
 	if t.info.DomainAttr != nil && t.info.DomainAttr.MRMode&fi.MRModeLocal != 0 {
-		if t.txDesc, err = t.register(t.tx, fi.AccessSend); err != nil {
+		if t.txDesc, err = t.register(t.txAll, fi.AccessSend); err != nil {
 			return err
 		}
-		if t.rxDesc, err = t.register(t.rx, fi.AccessRecv); err != nil {
+		if t.rxDesc, err = t.register(t.rxAll, fi.AccessRecv); err != nil {
 			return err
 		}
 	}
@@ -359,7 +369,7 @@ func (t *fabricTransport) openEndpoint() error {
 	if err := e.Enable(); err != nil {
 		return errors.Wrap(err, "pingpong: fi_enable")
 	}
-	t.fin = ep.Message{IOV: [][]byte{t.tx[:len(finMsg)]}, Desc: []any{t.txDesc}, Addr: t.peer, Context: &t.txCtx}
+	t.fin = ep.Message{IOV: [][]byte{t.txAll[:t.txPre+len(finMsg)]}, Desc: []any{t.txDesc}, Addr: t.peer, Context: &t.txCtx}
 	t.tfin = ep.TaggedMessage{IOV: t.fin.IOV, Desc: t.fin.Desc, Addr: t.peer, Tag: Tag, Context: &t.txCtx}
 	return t.postRecv()
 }
@@ -408,9 +418,9 @@ func (t *fabricTransport) postRecv() error {
 	for {
 		var err error
 		if t.o.Tagged {
-			err = t.tagged.TRecv(t.rx, t.rxDesc, fi.AddrUnspec, Tag, 0, &t.rxCtx)
+			err = t.tagged.TRecv(t.rxAll, t.rxDesc, fi.AddrUnspec, Tag, 0, &t.rxCtx)
 		} else {
-			err = t.msg.Recv(t.rx, t.rxDesc, fi.AddrUnspec, &t.rxCtx)
+			err = t.msg.Recv(t.rxAll, t.rxDesc, fi.AddrUnspec, &t.rxCtx)
 		}
 		if err != fi.EAGAIN {
 			return err
@@ -421,7 +431,7 @@ func (t *fabricTransport) postRecv() error {
 
 // Send implements Transport.
 func (t *fabricTransport) Send(n int) error {
-	buf := t.tx[:n]
+	buf := t.txAll[:t.txPre+n]
 	inject := n < t.injectSize
 	for {
 		var err error
@@ -454,7 +464,7 @@ func (t *fabricTransport) Recv() (int, error) {
 	if err := t.wait(t.rxcq); err != nil {
 		return 0, err
 	}
-	n := t.comp[0].Len
+	n := max(t.comp[0].Len-t.rxPre, 0) // the length counts the prefix
 	return n, t.postRecv()
 }
 
