@@ -119,11 +119,15 @@ func (q *EQ) Acquire() error { return q.ref.AcquireKind(KindEndpoint) }
 // Release drops a reference taken by Acquire.
 func (q *EQ) Release() { q.ref.ReleaseKind(KindEndpoint) }
 
-// SetProgress installs the provider's progress function, run at the start
-// of every Read, Peek, ReadErr and SRead round (the manual-progress hook of
-// libfabric's tcp EQ, which drives connection management from
-// fi_eq_read). nil removes it. It is called with no queue lock held, so
-// it may Post.
+// SetProgress installs the provider's progress function, run by Read,
+// Peek, ReadErr and every SRead round that find the queue empty, before
+// they look again (the manual-progress hook of libfabric's tcp EQ, which
+// drives connection management from fi_eq_read). A read that finds an
+// entry returns it without progress: the hook may cost a look at every
+// bound endpoint, and an application draining a burst of N connection
+// events must not pay N such rounds (issue 22); progress runs again once
+// the burst is drained. nil removes it. It is called with no queue lock
+// held, so it may Post.
 func (q *EQ) SetProgress(f func()) { q.h.setProgress(f) }
 
 // SetWaiter installs the provider's wait hook for SRead; see WaitFunc. nil
@@ -236,7 +240,16 @@ func (q *EQ) read(remove bool) (eq.Event, error) {
 	if q.ref.Closed() {
 		return nil, fi.EBADF
 	}
+	if ev, err := q.take(remove); err != fi.EAGAIN {
+		return ev, err
+	}
 	q.h.runProgress()
+	return q.take(remove)
+}
+
+// take returns (and, with remove, removes) the queue's front entry: bare
+// fi.EAGAIN when there is none, fi.EAVAIL when it is an error entry.
+func (q *EQ) take(remove bool) (eq.Event, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.q.len() == 0 {
@@ -260,18 +273,34 @@ func (q *EQ) ReadErr() (*eq.EQError, error) {
 	if q.ref.Closed() {
 		return nil, fi.EBADF
 	}
-	q.h.runProgress()
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.q.len() == 0 || q.q.front().err == nil {
+	e, empty := q.takeErr()
+	if empty {
+		q.h.runProgress()
+		e, _ = q.takeErr()
+	}
+	if e == nil {
 		return nil, fi.EAGAIN
 	}
-	return q.q.pop().err, nil
+	return e, nil
+}
+
+// takeErr removes and returns the front entry when it is an error entry;
+// empty reports that the queue holds nothing.
+func (q *EQ) takeErr() (e *eq.EQError, empty bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.q.len() == 0 {
+		return nil, true
+	}
+	if q.q.front().err == nil {
+		return nil, false
+	}
+	return q.q.pop().err, false
 }
 
 // SRead is the blocking Read (fi_eq_sread). It waits without spinning for
 // an event or error entry (reporting the latter as fi.EAVAIL), runs the
-// progress hook on every wakeup, and returns bare fi.EBADF when the queue
+// progress hook on every wakeup that finds the queue empty, and returns bare fi.EBADF when the queue
 // is closed. When ctx ends first it returns fi.ContextError's error ("tcp:
 // eq sread: context deadline exceeded"), which is both
 // context.DeadlineExceeded and fi.ETIMEDOUT, or both context.Canceled and

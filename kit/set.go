@@ -8,11 +8,17 @@ import (
 )
 
 // Set is a copy-on-write set for the data path: the endpoints a queue
-// drives, read on every poll. Add and Remove copy the slice under a lock;
-// Load is one atomic load and never blocks. The zero value is empty and
+// drives, read on every poll. Load is one atomic load and never blocks.
+// Add and Remove run under a lock in amortized O(1) and O(n): Add appends
+// in place beyond the length any loaded slice has (the backing array
+// grows by doubling, as append's), so that n endpoints joining a queue
+// cost O(n) in all rather than a copy each (issue 22: 4000 connections
+// made Add a sixth of the setup time); Remove copies the rest into a new
+// array, so a loaded slice never changes. The zero value is empty and
 // ready to use; a Set must not be copied after first use.
 type Set[T comparable] struct {
-	mu    sync.Mutex // serialises Add and Remove
+	mu    sync.Mutex     // serialises Add and Remove
+	in    map[T]struct{} // the members, for Add's check; guarded by mu
 	items atomic.Pointer[[]T]
 }
 
@@ -20,11 +26,17 @@ type Set[T comparable] struct {
 func (s *Set[T]) Add(x T) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	cur := s.Load()
-	if slices.Contains(cur, x) {
+	if _, ok := s.in[x]; ok {
 		return
 	}
-	next := append(slices.Clip(cur), x)
+	if s.in == nil {
+		s.in = make(map[T]struct{})
+	}
+	s.in[x] = struct{}{}
+	// Every array a loaded slice shares was last extended here (Remove
+	// makes a new one), so no loaded slice reaches past len(cur): the
+	// element append writes is nobody's yet.
+	next := append(s.Load(), x)
 	s.items.Store(&next)
 }
 
@@ -32,7 +44,15 @@ func (s *Set[T]) Add(x T) {
 func (s *Set[T]) Remove(x T) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	next := slices.DeleteFunc(slices.Clone(s.Load()), func(y T) bool { return y == x })
+	if _, ok := s.in[x]; !ok {
+		return
+	}
+	delete(s.in, x)
+	cur := s.Load()
+	i := slices.Index(cur, x)
+	next := make([]T, len(cur)-1, max(len(cur)-1, cap(cur)/2))
+	copy(next, cur[:i])
+	copy(next[i:], cur[i+1:])
 	s.items.Store(&next)
 }
 
