@@ -182,22 +182,26 @@ type dataPath struct {
 	// quarantine is when entries of the inbox were taken from live
 	// claimers (zero: not in quarantine).
 	quarantine [maxPeers]time.Time
-	ins        [maxPeers]inbound
-	tx         [queueSize]txEntry
-	txFree     []int32
-	recvs      []rxEntry // posted untagged receives, in order
-	trecvs     []rxEntry // posted tagged receives, in order
-	unexPool   [queueSize]unexEntry
-	unexFree   []int32
-	unexp      []int32 // unexpected untagged messages, in order
-	tunexp     []int32 // unexpected tagged messages, in order
-	acks       [ackQSize]ackEntry
-	ackHead    int
-	ackN       int
-	cma        cmaIOV
-	old        [inlineMax]byte // the old values of an atomic being applied
-	polls      uint32
-	checked    time.Time
+	// held are the bounce chunks of each entry that unexpected protoBuf
+	// messages hold (busy word chunkHeld). An entry released while it
+	// holds some stays in quarantine until they are delivered.
+	held     [maxPeers]uint8
+	ins      [maxPeers]inbound
+	tx       [queueSize]txEntry
+	txFree   []int32
+	recvs    []rxEntry // posted untagged receives, in order
+	trecvs   []rxEntry // posted tagged receives, in order
+	unexPool [queueSize]unexEntry
+	unexFree []int32
+	unexp    []int32 // unexpected untagged messages, in order
+	tunexp   []int32 // unexpected tagged messages, in order
+	acks     [ackQSize]ackEntry
+	ackHead  int
+	ackN     int
+	cma      cmaIOV
+	old      [inlineMax]byte // the old values of an atomic being applied
+	polls    uint32
+	checked  time.Time
 	// unlinked is set once the inbox file was found removed (logged
 	// once).
 	unlinked bool
@@ -221,8 +225,10 @@ func (d *dataPath) init(txSize, rxSize int) {
 	d.gone = make(map[string]bool)
 	d.txFree = make([]int32, txSize)
 	d.unexFree = make([]int32, queueSize)
+	// The pools are left as they were allocated, untouched: their
+	// pages take no memory until traffic uses them (a transmit entry
+	// learns its index when taken).
 	for i := range queueSize {
-		d.tx[i].idx = int32(i)
 		d.unexFree[i] = int32(queueSize - 1 - i)
 	}
 	for i := range txSize {
@@ -435,13 +441,46 @@ func (d *dataPath) checkPeer(p *peer) string {
 	for k := range sarChunks {
 		busyOff, _ := p.r.sarChunkMem(p.off, k)
 		switch b := p.r.word64(busyOff).Load(); {
-		case b > 1:
+		case b > chunkHeld:
 			return "a bounce chunk's busy word holds garbage"
-		case b == 1 && (p.chunkUsed&(1<<k) == 0 || h > p.chunkAt[k]):
+		case b == chunkHeld && p.chunkUsed&(1<<k) == 0:
+			return "a bounce chunk is held that no slot named"
+		case b == chunkBusy && (p.chunkUsed&(1<<k) == 0 || h > p.chunkAt[k]):
 			return "a bounce chunk is busy that no slot in the ring names"
 		}
 	}
 	return ""
+}
+
+// freeChunk returns a free bounce chunk of p's entry, the one after the
+// last used first, or -1 when all are in flight or held by the owner.
+func (p *peer) freeChunk() int {
+	for j := range sarChunks {
+		k := int((p.chunk + uint64(j)) % sarChunks)
+		busy, _ := p.r.sarChunkMem(p.off, k)
+		if p.r.word64(busy).Load() == chunkFree {
+			return k
+		}
+	}
+	return -1
+}
+
+// warm writes a byte into each cache line of the first n bytes of the
+// chunk the next protoBuf message takes, if it is free: the lines, which
+// the receiver read when it last copied a message out of that chunk,
+// then move into this core's cache while nothing waits for them, and the
+// next message's copy does not wait for them one by one. Nobody reads a
+// free chunk.
+func (p *peer) warm(n int) {
+	k := int(p.chunk % sarChunks)
+	busy, chunk := p.r.sarChunkMem(p.off, k)
+	if p.r.word64(busy).Load() != chunkFree {
+		return
+	}
+	chunk = chunk[:min(n, len(chunk))]
+	for o := 0; o < len(chunk); o += 64 {
+		chunk[o] = 0
+	}
 }
 
 // connect claims an entry in the inbox of name.
@@ -586,6 +625,24 @@ func (d *dataPath) pushEntry(e *endpoint, p *peer, t *txEntry) bool {
 			}
 			return true
 		}
+		if !t.hdr && !t.dc && t.size <= bufMax {
+			if k := p.freeChunk(); k >= 0 {
+				s := p.q.reserve()
+				if s == nil {
+					return false
+				}
+				busy, chunk := p.r.sarChunkMem(p.off, k)
+				copyAt(chunk[:t.size], t.iov[:t.niov], 0)
+				p.r.word64(busy).Store(chunkBusy)
+				h.proto, h.inlineLen, h.aux = protoBuf, uint32(t.size), uint32(k)
+				h.put(s)
+				p.chunkAt[k], p.chunkUsed = p.q.tail, p.chunkUsed|1<<k
+				p.chunk = uint64(k) + 1
+				p.q.commit()
+				t.hdr, t.sent = true, t.size
+				return true
+			}
+		}
 		if !t.hdr && p.cmaState() == 0 {
 			return false // the owner has not probed us yet: wait for its answer to choose
 		}
@@ -626,23 +683,23 @@ func (d *dataPath) pushEntry(e *endpoint, p *peer, t *txEntry) bool {
 			}
 		}
 		for t.sent < t.size {
-			k := int(p.chunk % sarChunks)
-			busyOff, chunk := p.r.sarChunkMem(p.off, k)
-			if p.r.word64(busyOff).Load() != 0 {
+			k := p.freeChunk()
+			if k < 0 {
 				p.bad = d.checkPeer(p)
 				return false
 			}
+			busyOff, chunk := p.r.sarChunkMem(p.off, k)
 			s := p.q.reserve()
 			if s == nil {
 				return false
 			}
 			n := copyAt(chunk, t.iov[:t.niov], t.sent)
-			p.r.word64(busyOff).Store(1)
+			p.r.word64(busyOff).Store(chunkBusy)
 			c := slotHeader{op: opSAR, msgID: h.msgID, inlineLen: uint32(n), addr: uint64(t.sent), aux: uint32(k)}
 			c.put(s)
 			p.chunkAt[k], p.chunkUsed = p.q.tail, p.chunkUsed|1<<k
 			p.q.commit()
-			p.chunk++
+			p.chunk = uint64(k) + 1
 			t.sent += n
 		}
 		return true
@@ -813,7 +870,7 @@ func (d *dataPath) checkPeers(e *endpoint) {
 		case in.active:
 			d.checkInbound(e, i)
 		case !d.quarantine[i].IsZero():
-			if now.Sub(d.quarantine[i]) >= checkEvery {
+			if now.Sub(d.quarantine[i]) >= checkEvery && d.held[i] == 0 {
 				d.quarantine[i] = time.Time{}
 				clearEntry(r, i)
 				r.word32(off + pClaim).Store(0)
@@ -863,7 +920,8 @@ func (d *dataPath) checkInbound(e *endpoint, i int) {
 		why = "the entry's CMA word was overwritten"
 	default:
 		for k := range sarChunks {
-			if busy, _ := r.sarChunkMem(off, k); r.word64(busy).Load() > 1 {
+			busy, _ := r.sarChunkMem(off, k)
+			if b := r.word64(busy).Load(); b > chunkHeld || (b == chunkHeld) != (d.held[i]&(1<<k) != 0) {
 				why = "a bounce chunk's busy word was overwritten"
 			}
 		}
@@ -1033,7 +1091,12 @@ func (d *dataPath) release(e *endpoint, i int, code fi.Errno, quarantine bool) {
 	clearEntry(r, i)
 	r.word32(off + pReady).Store(0)
 	clearBit(r, i)
-	if quarantine {
+	if !quarantine && d.held[i] != 0 {
+		// Unexpected messages still hold chunks of the entry: no new
+		// claimer may write there before they are delivered.
+		r.word32(off + pClaim).Store(claimQuarantine)
+		d.quarantine[i] = time.Now()
+	} else if quarantine {
 		r.word32(off + pClaim).Store(claimQuarantine)
 		d.quarantine[i] = time.Now()
 		if in.bell.Name != "" {
@@ -1114,6 +1177,24 @@ func (d *dataPath) slot(e *endpoint, i int, h *slotHeader, s []byte) (done, bad 
 			in.sar, in.sarRecv, in.sarSize, in.sarGot, in.sarH, in.sarSrc, in.sarPlace = true, d.takeFor(tagged, k, h.size), int(h.size), 0, *h, src, 0
 			return true, false
 		}
+		if h.proto == protoBuf {
+			busy, chunk := e.region.sarChunkMem(pageSize+i*entrySize, int(h.aux))
+			if d.held[i]&(1<<h.aux) != 0 || e.region.word64(busy).Load() != chunkBusy {
+				return false, true // the chunk is not the sender's to name
+			}
+			if k < 0 {
+				if !d.stash(e, i, h, s, src) {
+					return false, false
+				}
+				d.held[i] |= 1 << h.aux
+				e.region.word64(busy).Store(chunkHeld)
+				return true, false
+			}
+			r := d.takeFor(tagged, k, h.size)
+			d.deliver(e, i, &r, h, chunk, nil, in.pid, src)
+			e.region.word64(busy).Store(chunkFree)
+			return true, false
+		}
 		if k < 0 {
 			return d.stash(e, i, h, s, src), false
 		}
@@ -1186,9 +1267,11 @@ func (d *dataPath) stash(e *endpoint, i int, h *slotHeader, s []byte, src fi.Add
 	d.unexFree = d.unexFree[:len(d.unexFree)-1]
 	x := &d.unexPool[u]
 	x.h, x.in, x.nonce, x.pid, x.src = *h, i, d.ins[i].nonce, d.ins[i].pid, src
-	if h.proto == protoInline {
+	switch h.proto {
+	case protoBuf: // the payload stays in its chunk (held)
+	case protoInline:
 		copy(x.data[:], s[slotHdr:slotHdr+int(h.inlineLen)])
-	} else {
+	default:
 		for k := range int(h.niov) {
 			a, n := cmaSeg(s, k)
 			x.segs[k] = [2]uint64{a, n}
@@ -1209,7 +1292,7 @@ func (d *dataPath) stash(e *endpoint, i int, h *slotHeader, s []byte, src fi.Add
 // for an answer).
 func (d *dataPath) deliver(e *endpoint, i int, r *rxEntry, h *slotHeader, data []byte, segs *[maxCMAIOV][2]uint64, pid int, src fi.Addr) {
 	switch h.proto {
-	case protoInline:
+	case protoInline, protoBuf:
 		n := scatterAt(r.iov[:r.niov], 0, data[:h.inlineLen])
 		d.delivered(e, r, h, src, n)
 		if h.flags&flagAck != 0 && i >= 0 {
@@ -1447,7 +1530,8 @@ func (d *dataPath) postRecv(e *endpoint, r *rxEntry, multi bool) error {
 		}
 		copy((*l)[k:], (*l)[k+1:])
 		*l = (*l)[:len(*l)-1]
-		d.deliver(e, in, r, &x.h, x.data[:], &x.segs, x.pid, x.src)
+		d.deliver(e, in, r, &x.h, d.unexData(e, x), &x.segs, x.pid, x.src)
+		d.unhold(e, x)
 		d.unexFree = append(d.unexFree, u)
 		return nil
 	}
@@ -1463,6 +1547,33 @@ func (d *dataPath) postRecv(e *endpoint, r *rxEntry, multi bool) error {
 		d.recvs = append(d.recvs, *r)
 	}
 	return nil
+}
+
+// unexData returns the payload of the unexpected message x: its own
+// copy, or for protoBuf the chunk it holds.
+func (d *dataPath) unexData(e *endpoint, x *unexEntry) []byte {
+	if x.h.proto == protoBuf {
+		_, chunk := e.region.sarChunkMem(pageSize+x.in*entrySize, int(x.h.aux))
+		return chunk
+	}
+	return x.data[:]
+}
+
+// unhold frees the chunk the unexpected protoBuf message x held once it
+// was delivered: back to its sender if the entry still has the claimer
+// that sent it (which may wait for room), else the entry, kept from
+// claimers while it held chunks, may be freed by checkPeers.
+func (d *dataPath) unhold(e *endpoint, x *unexEntry) {
+	if x.h.proto != protoBuf {
+		return
+	}
+	i := x.in
+	d.held[i] &^= 1 << x.h.aux
+	if in := &d.ins[i]; in.active && in.nonce == x.nonce {
+		busy, _ := e.region.sarChunkMem(pageSize+i*entrySize, int(x.h.aux))
+		e.region.word64(busy).Store(chunkFree)
+		d.notifyRoom(e, i)
+	}
 }
 
 // unexAnswer returns the inbox entry whose claimer the unexpected

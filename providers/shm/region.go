@@ -44,7 +44,7 @@ import (
 const (
 	pageSize      = 4096
 	regionMagic   = 0x676f666162736d31 // "gofabsm1"
-	regionVersion = 3                  // 3: flagAck
+	regionVersion = 4                  // 3: flagAck; 4: protoBuf
 	maxPeers      = 32
 	ringSlots     = 256
 	slotSize      = 256
