@@ -4,6 +4,7 @@ package shm_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/gofabric/gofabric/ep"
 	"github.com/gofabric/gofabric/eq"
@@ -167,4 +168,67 @@ func TestBounceDataPathDoesNotAllocate(t *testing.T) {
 	}
 	round()
 	require.Zero(t, testing.AllocsPerRun(200, round))
+}
+
+// Large CMA messages are split (opGrant): the receiver reads the head
+// while the sender writes the tail. Two endpoints that split messages to
+// each other at once both finish, and every byte lands where it should,
+// tagged or not, one segment or several at the sender.
+func TestSplitBothWays(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	a, b := openNode(t), openNode(t)
+	defer a.close(t)
+	defer b.close(t)
+	toB, toA := a.insert(t, b.name), b.insert(t, a.name)
+	sizes := []int{32 << 10, 100<<10 + 3, 1 << 20, 40000}
+	type side struct {
+		n    *node
+		to   fi.Addr
+		msgs [][]byte
+		bufs [][]byte
+	}
+	sides := []*side{{n: a, to: toB}, {n: b, to: toA}}
+	for s, x := range sides {
+		for k, size := range sizes {
+			x.msgs = append(x.msgs, pattern(make([]byte, size), 10*s+k))
+			x.bufs = append(x.bufs, make([]byte, size+100))
+			if k%2 == 0 {
+				require.NoError(t, x.n.ep.(ep.Msg).Recv(x.bufs[k], nil, fi.AddrUnspec, k))
+			} else {
+				require.NoError(t, x.n.ep.(ep.Tagged).TRecv(x.bufs[k], nil, fi.AddrUnspec, uint64(k), 0, k))
+			}
+		}
+	}
+	for k := range sizes {
+		for _, x := range sides {
+			m := x.msgs[k]
+			var err error
+			if k%2 == 0 {
+				iov := [][]byte{m[:1000], m[1000 : len(m)/3], m[len(m)/3:]}
+				err = x.n.ep.(ep.Msg).SendV(iov, nil, x.to, k)
+			} else {
+				err = x.n.ep.(ep.Tagged).TSend(m, nil, x.to, uint64(k), k)
+			}
+			require.NoError(t, err)
+		}
+	}
+	var c [1]eq.Completion
+	got := [2]int{}
+	deadline := time.Now().Add(10 * time.Second)
+	for got[0] < 2*len(sizes) || got[1] < 2*len(sizes) {
+		require.True(t, time.Now().Before(deadline), "completions: %v of %d each", got, 2*len(sizes))
+		for s, x := range sides {
+			n, err := x.n.cq.Read(c[:])
+			require.NotEqual(t, fi.EAVAIL, err)
+			if n == 0 {
+				continue
+			}
+			got[s]++
+			if c[0].Flags&fi.FlagRecv != 0 {
+				k := c[0].Context.(int)
+				require.Equal(t, sizes[k], c[0].Len)
+				require.Empty(t, firstDiff(x.bufs[k][:c[0].Len], sides[1-s].msgs[k]), "side %d message %d", s, k)
+			}
+		}
+	}
 }

@@ -57,7 +57,13 @@
 // # Protocols
 //
 // Up to 192 bytes (the inject size) a message travels inline in one slot
-// and completes at once. Larger messages are read by the receiver from
+// and completes at once. From 193 bytes to 4 KiB (C 1.17's inject
+// buffers) the sender copies it into a free bounce chunk of its entry,
+// which the slot names, and it completes at once too; the receiver
+// copies it out, or, with no receive posted, keeps it in the chunk
+// (held) until one is, so that it waits aside like a small message. When
+// no chunk is free (four held or streaming) such a message goes the way
+// larger ones do. Larger messages are read by the receiver from
 // the sender's memory with process_vm_readv (cross-memory attach: one
 // copy) and complete when the receiver answers, which it does once the
 // message is in a receive buffer. The receiver probes, when
@@ -232,5 +238,7 @@
 // finds no posted receive waits at the head of its sender's ring, holding
 // back that sender's later messages until a receive matches it; with CMA
 // it waits aside like small messages do. RMA without CMA above 192 bytes
-// goes in 192-byte pieces: correct, not fast.
+// goes in 192-byte pieces: correct, not fast. An entry whose claimer
+// left while messages of it held bounce chunks (unexpected, no receive
+// posted yet) is kept from new claimers until they are received.
 package shm

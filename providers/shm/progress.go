@@ -74,11 +74,13 @@ type txEntry struct {
 	idx     int32
 	gen     uint32
 	// Progress of the operation.
-	sent   int  // bytes handed over (SAR chunks, RMA pieces)
-	hdr    bool // the first slot is out
-	acks   int  // answers outstanding
-	err    fi.Errno
-	inline [inlineMax]byte // an injected payload; an atomic's operand and compare bytes
+	sent int  // bytes handed over (SAR chunks, RMA pieces)
+	hdr  bool // the first slot is out
+	acks int  // answers outstanding
+	// granted: the receiver had us write the tail (opGrant).
+	granted bool
+	err     fi.Errno
+	inline  [inlineMax]byte // an injected payload; an atomic's operand and compare bytes
 }
 
 // rxEntry is a posted receive, or a message's part of an FI_MULTI_RECV
@@ -118,7 +120,11 @@ type ackEntry struct {
 	status uint32
 	off    uint64
 	n      int
-	data   [inlineMax]byte
+	// grant: an opGrant of glen bytes at offset goff of the message,
+	// to be written at off.
+	grant           bool
+	goff, glen, seq uint64
+	data            [inlineMax]byte
 }
 
 // peer is an outbound connection: an entry claimed in a peer's inbox.
@@ -168,6 +174,17 @@ type inbound struct {
 	sarH     slotHeader
 	sarSrc   fi.Addr
 	sarPlace int // bytes placed in the buffer
+	// A split CMA message (opGrant): the receiver read the head, the
+	// sender writes the tail from splitM on and then says so (pSplit).
+	// splitSeq numbers the entry's split messages.
+	split     bool
+	splitR    rxEntry
+	splitH    slotHeader
+	splitSrc  fi.Addr
+	splitSegs [maxCMAIOV][2]uint64
+	splitM    int
+	splitErr  bool // reading the head failed
+	splitSeq  uint64
 }
 
 type dataPath struct {
@@ -185,7 +202,9 @@ type dataPath struct {
 	// held are the bounce chunks of each entry that unexpected protoBuf
 	// messages hold (busy word chunkHeld). An entry released while it
 	// holds some stays in quarantine until they are delivered.
-	held     [maxPeers]uint8
+	held [maxPeers]uint8
+	// splits counts the inbound entries with a split message pending.
+	splits   int
 	ins      [maxPeers]inbound
 	tx       [queueSize]txEntry
 	txFree   []int32
@@ -269,7 +288,7 @@ func (d *dataPath) pushAll(e *endpoint) {
 
 // pending reports whether anything but the rings needs progress.
 func (d *dataPath) pending() bool {
-	if d.ackN > 0 {
+	if d.ackN > 0 || d.splits > 0 {
 		return true
 	}
 	for _, p := range d.plist {
@@ -296,6 +315,9 @@ func (d *dataPath) anyInput(e *endpoint) bool {
 			continue // a stray bit: checkPeers clears it
 		}
 		if s, _ := in.q.front(); s != nil {
+			return true
+		}
+		if w := e.region.word64(pageSize + i*entrySize + pSplit).Load(); in.split && w>>3 == in.splitSeq && w&7 != 0 && w&7 != doneClaimed {
 			return true
 		}
 	}
@@ -655,6 +677,9 @@ func (d *dataPath) pushEntry(e *endpoint, p *peer, t *txEntry) bool {
 				return false
 			}
 			h.flags &^= flagAck // answered anyway
+			if t.size >= splitMin {
+				h.flags |= flagSplit
+			}
 			h.proto, h.niov = protoCMA, uint32(t.niov)
 			h.put(s)
 			for k, b := range t.iov[:t.niov] {
@@ -982,6 +1007,9 @@ func (d *dataPath) receive(e *endpoint) {
 		if !in.active && !d.adopt(e, i) {
 			continue
 		}
+		if in.split {
+			d.finishSplit(e, i)
+		}
 		popped := 0
 		for range slotsPerVisit {
 			if d.ackN == ackQSize {
@@ -994,6 +1022,11 @@ func (d *dataPath) receive(e *endpoint) {
 			var h slotHeader
 			if !h.parse(s) {
 				d.broken(e, i, "malformed slot")
+				break
+			}
+			if in.split && h.op != opAck && h.op != opGrant && !d.revokeSplit(e, i) {
+				// A later message waits for the split one's tail,
+				// which its sender is writing now; answers go on.
 				break
 			}
 			done, bad := d.slot(e, i, &h, s)
@@ -1086,6 +1119,10 @@ func (d *dataPath) release(e *endpoint, i int, code fi.Errno, quarantine bool) {
 	if in.sar {
 		e.failRecv(&in.sarRecv, code, in.sarH.data)
 	}
+	if in.split {
+		e.failRecv(&in.splitR, code, in.splitH.data)
+		d.splits--
+	}
 	r := e.region
 	off := pageSize + i*entrySize
 	clearEntry(r, i)
@@ -1141,6 +1178,9 @@ func (d *dataPath) slot(e *endpoint, i int, h *slotHeader, s []byte) (done, bad 
 		d.answered(e, h, s)
 		return true, false
 	case opBye:
+		return true, false
+	case opGrant:
+		d.granted(e, i, h)
 		return true, false
 	case opSAR:
 		if !in.sar || h.msgID != in.sarH.msgID || int(h.addr) != in.sarGot || in.sarGot+int(h.inlineLen) > in.sarSize {
@@ -1204,6 +1244,11 @@ func (d *dataPath) slot(e *endpoint, i int, h *slotHeader, s []byte) (done, bad 
 			for k := range int(h.niov) {
 				segs[k][0], segs[k][1] = cmaSeg(s, k)
 			}
+			if h.flags&flagSplit != 0 && in.cma && r.niov == 1 && r.mr == 0 && h.size >= splitMin &&
+				uint64(r.size) >= h.size && d.ackN+1 < ackQSize {
+				d.startSplit(e, i, &r, h, &segs, src)
+				return true, false
+			}
 		}
 		d.deliver(e, i, &r, h, s[slotHdr:], &segs, in.pid, src)
 		return true, false
@@ -1213,6 +1258,145 @@ func (d *dataPath) slot(e *endpoint, i int, h *slotHeader, s []byte) (done, bad 
 		return d.serveAtomic(e, i, h, s)
 	}
 	return false, true
+}
+
+// startSplit starts receiving the CMA message h from entry i into r
+// (one segment, large enough) in two halves that copy at once: it asks
+// the sender to write the tail (opGrant, sent at once), reads the head
+// itself, and leaves the rest to finishSplit. Until then the entry's
+// later slots wait.
+func (d *dataPath) startSplit(e *endpoint, i int, r *rxEntry, h *slotHeader, segs *[maxCMAIOV][2]uint64, src fi.Addr) {
+	in := &d.ins[i]
+	n := int(h.size)
+	m := n / 2 &^ 63
+	a := &d.acks[(d.ackHead+d.ackN)%ackQSize]
+	*a = ackEntry{in: i, msgID: h.msgID, off: bufAddr(r.iov[0][m:n]), grant: true, goff: uint64(m), glen: uint64(n - m)}
+	d.ackN++
+	in.splitSeq = (in.splitSeq + 1) & (1<<61 - 1)
+	a.seq = in.splitSeq
+	e.region.word64(pageSize + i*entrySize + pSplit).Store(in.splitSeq << 3)
+	d.flushAcks(e)
+	in.split, in.splitR, in.splitH, in.splitSrc, in.splitSegs, in.splitM = true, *r, *h, src, *segs, m
+	d.splits++
+	d.cma.addLocal(r.iov[0][:m])
+	addRemoteRange(&d.cma, segs, int(h.niov), 0, m)
+	k, err := d.cma.read(in.pid)
+	in.splitErr = err != nil || k != m
+}
+
+// finishSplit completes entry i's split message once its sender said it
+// wrote the tail (reading the tail itself when the sender could not);
+// false while it has not, or while no answer fits.
+func (d *dataPath) finishSplit(e *endpoint, i int) bool {
+	in := &d.ins[i]
+	off := pageSize + i*entrySize
+	r := e.region
+	w := r.word64(off + pSplit).Load()
+	st := w & 7
+	if d.ackN == ackQSize || w>>3 != in.splitSeq || st != doneOK && st != doneFailed && st != doneRevoked {
+		return false // not answered yet, or being written
+	}
+	n := int(in.splitH.size)
+	if st != doneOK && !in.splitErr {
+		d.cma.addLocal(in.splitR.iov[0][in.splitM:n])
+		addRemoteRange(&d.cma, &in.splitSegs, int(in.splitH.niov), in.splitM, n-in.splitM)
+		k, err := d.cma.read(in.pid)
+		in.splitErr = err != nil || k != n-in.splitM
+	}
+	in.split = false
+	d.splits--
+	status := uint32(0)
+	if in.splitErr {
+		status = uint32(fi.EIO)
+		e.failRecv(&in.splitR, fi.EIO, in.splitH.data)
+	} else {
+		d.delivered(e, &in.splitR, &in.splitH, in.splitSrc, n)
+	}
+	in.splitR = rxEntry{}
+	d.queueAck(i, in.splitH.msgID, status, 0, nil)
+	return true
+}
+
+// revokeSplit runs when a later message from entry i finds its split
+// message pending: if the sender has not started on the tail it takes
+// the grant back (the sender then skips it) and reads the tail itself,
+// so that the ring goes on without waiting for the sender (two endpoints
+// splitting messages to each other would wait for each other's grants
+// queued behind those messages). False while the sender is writing the
+// tail, or no answer fits.
+func (d *dataPath) revokeSplit(e *endpoint, i int) bool {
+	seq := d.ins[i].splitSeq << 3
+	e.region.word64(pageSize+i*entrySize+pSplit).CompareAndSwap(seq, seq|doneRevoked)
+	return d.finishSplit(e, i)
+}
+
+// granted handles an opGrant from entry i for one of our CMA messages:
+// it writes the tail asked for into the receiver's memory, then says so
+// in our entry of its inbox. A grant that does not fit a message we sent
+// that peer is ignored (the receiver, finding no answer, waits; a
+// receiver that forges grants only harms its own messages).
+func (d *dataPath) granted(e *endpoint, i int, h *slotHeader) {
+	k := int(h.msgID & 0xffffffff)
+	if k >= queueSize {
+		return
+	}
+	t := &d.tx[k]
+	if t.gen != uint32(h.msgID>>32) || t.acks != 1 || t.peer == nil || t.granted || !t.hdr ||
+		t.kind != txSend && t.kind != txTSend || t.peer.name != d.ins[i].name ||
+		h.tag >= uint64(t.size) || h.size != uint64(t.size)-h.tag {
+		return
+	}
+	t.granted = true
+	p := t.peer
+	seq := h.data << 3
+	if h.data >= 1<<61 || !p.r.word64(p.off+pSplit).CompareAndSwap(seq, seq|doneClaimed) {
+		return // the receiver took the grant back (revokeSplit)
+	}
+	addLocalRange(&d.cma, t.iov[:t.niov], int(h.tag), int(h.size))
+	d.cma.addRemote(h.addr, h.size)
+	n, err := d.cma.write(p.r.pid())
+	st := uint64(doneOK)
+	if err != nil || n != int(h.size) {
+		st = doneFailed
+	}
+	p.r.word64(p.off + pSplit).Store(seq | st)
+	e.ringPeer(p)
+}
+
+// addRemoteRange adds the part [off, off+n) of the remote segments segs
+// (nseg of them, in order) to c.
+func addRemoteRange(c *cmaIOV, segs *[maxCMAIOV][2]uint64, nseg, off, n int) {
+	for k := range nseg {
+		a, l := segs[k][0], int(segs[k][1])
+		if off >= l {
+			off -= l
+			continue
+		}
+		take := min(l-off, n)
+		c.addRemote(a+uint64(off), uint64(take))
+		n -= take
+		off = 0
+		if n == 0 {
+			return
+		}
+	}
+}
+
+// addLocalRange adds the part [off, off+n) of the segments iov to c.
+func addLocalRange(c *cmaIOV, iov [][]byte, off, n int) {
+	for _, b := range iov {
+		if off >= len(b) {
+			off -= len(b)
+			continue
+		}
+		take := min(len(b)-off, n)
+		c.addLocal(b[off : off+take])
+		n -= take
+		off = 0
+		if n == 0 {
+			return
+		}
+	}
 }
 
 // source returns the fi.Addr of in's peer in our AV (fi.AddrUnspec, i.e.
@@ -1460,7 +1644,7 @@ const maxInt = int(^uint(0) >> 1)
 // is room.
 func (d *dataPath) queueAck(i int, msgID uint64, status uint32, off uint64, data []byte) {
 	a := &d.acks[(d.ackHead+d.ackN)%ackQSize]
-	a.in, a.msgID, a.status, a.off = i, msgID, status, off
+	a.in, a.msgID, a.status, a.off, a.grant = i, msgID, status, off, false
 	a.n = copy(a.data[:], data)
 	d.ackN++
 }
@@ -1497,6 +1681,9 @@ func (d *dataPath) flushAcks(e *endpoint) {
 				return
 			}
 			h := slotHeader{op: opAck, msgID: a.msgID, niov: a.status, addr: a.off, inlineLen: uint32(a.n)}
+			if a.grant {
+				h = slotHeader{op: opGrant, msgID: a.msgID, addr: a.off, tag: a.goff, size: a.glen, data: a.seq}
+			}
 			h.put(s)
 			copy(s[slotHdr:], a.data[:a.n])
 			p.q.commit()

@@ -49,7 +49,19 @@ const (
 	// answers with opAck: the status and, for fetch and compare, the old
 	// values inline.
 	opAtomic = 8
+	// opGrant is the receiver's offer, for a CMA message flagged
+	// flagSplit, to let the sender write the message's tail into the
+	// receive buffer itself (process_vm_writev) while the receiver reads
+	// its head: the two copies then overlap. msgID names the message,
+	// tag the offset in it, size the length, addr the receiver's
+	// address, data the split's number. The sender says it is done in
+	// its entry (pSplit).
+	opGrant = 9
 )
+
+// splitMin is the smallest CMA message the receiver splits (opGrant):
+// below it the extra answer costs more than the overlap saves.
+const splitMin = 32 << 10
 
 // Protocols of the payload.
 const (
@@ -88,6 +100,9 @@ const (
 	// (opAck) once the message is in a receive buffer: the sender's
 	// FI_DELIVERY_COMPLETE. CMA messages are always answered.
 	flagAck = 2
+	// flagSplit offers, on a CMA message, to write its tail into the
+	// receiver's memory when asked (opGrant).
+	flagSplit = 4
 )
 
 // slotHeader is a decoded slot header.
@@ -160,7 +175,10 @@ func (h *slotHeader) parse(b []byte) bool {
 		}
 		h.aux, h.key = uint32(h.key), 0
 	}
-	if h.flags&^(flagCQData|flagAck) != 0 || h.size > 1<<62 {
+	if h.flags&^(flagCQData|flagAck|flagSplit) != 0 || h.size > 1<<62 {
+		return false
+	}
+	if h.flags&flagSplit != 0 && (h.op != opMsg && h.op != opTagged || h.proto != protoCMA) {
 		return false
 	}
 	if h.flags&flagAck != 0 && (h.op != opMsg && h.op != opTagged || h.proto == protoCMA || h.proto == protoBuf) {
@@ -190,6 +208,8 @@ func (h *slotHeader) parse(b []byte) bool {
 		return h.aux < sarChunks && h.inlineLen <= sarChunk && h.inlineLen > 0
 	case opBye:
 		return true
+	case opGrant:
+		return h.proto == protoInline && h.inlineLen == 0 && h.size > 0 && h.tag > 0 && h.tag < 1<<62
 	}
 	return false
 }
