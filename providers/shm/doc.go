@@ -66,7 +66,14 @@
 // larger ones do. Larger messages are read by the receiver from
 // the sender's memory with process_vm_readv (cross-memory attach: one
 // copy) and complete when the receiver answers, which it does once the
-// message is in a receive buffer. The receiver probes, when
+// message is in a receive buffer. From 32 KiB on, a message that finds
+// its receive posted (one segment, large enough; not a multi-receive
+// buffer) is copied by both sides at once: the receiver grants the
+// sender the second half of that buffer, and reads the first half while
+// the sender writes the second with process_vm_writev (into that range
+// only); a receiver that meets a later message from the sender before
+// the sender started takes the grant back and reads all of it itself,
+// so neither side ever waits for the other's progress. The receiver probes, when
 // a peer first claims an entry, whether it may read that peer's memory;
 // where it may not (ptrace rights missing, as in many containers, or
 // FI_SHM_DISABLE_CMA set) messages are streamed instead through the
