@@ -1120,6 +1120,7 @@ func (d *dataPath) release(e *endpoint, i int, code fi.Errno, quarantine bool) {
 		e.failRecv(&in.sarRecv, code, in.sarH.data)
 	}
 	if in.split {
+		d.dropSplit(e, i)
 		e.failRecv(&in.splitR, code, in.splitH.data)
 		d.splits--
 	}
@@ -1329,6 +1330,27 @@ func (d *dataPath) revokeSplit(e *endpoint, i int) bool {
 	e.region.word64(pageSize+i*entrySize+pSplit).CompareAndSwap(seq, seq|doneRevoked)
 	return d.finishSplit(e, i)
 }
+
+// dropSplit takes back the grant of entry i's split message, whose
+// receive fails: once the sender started writing the tail into the
+// receive buffer, it waits (at most splitDrain) until the sender is done
+// or dead, so that no write reaches the buffer after the application
+// got it back. The wait only happens when an entry is released in the
+// few microseconds of that write.
+func (d *dataPath) dropSplit(e *endpoint, i int) {
+	in := &d.ins[i]
+	w := e.region.word64(pageSize + i*entrySize + pSplit)
+	seq := in.splitSeq << 3
+	if w.CompareAndSwap(seq, seq|doneRevoked) {
+		return
+	}
+	for end := time.Now().Add(splitDrain); w.Load() == seq|doneClaimed && pidAlive(in.pid) && time.Now().Before(end); {
+		time.Sleep(20 * time.Microsecond)
+	}
+}
+
+// splitDrain bounds dropSplit's wait.
+const splitDrain = 100 * time.Millisecond
 
 // granted handles an opGrant from entry i for one of our CMA messages:
 // it writes the tail asked for into the receiver's memory, then says so
