@@ -430,11 +430,18 @@ func (d *dataPath) lookupPeer(e *endpoint, dest fi.Addr) (*peer, error) {
 
 // resetPeer drops p, whose inbox went away or cut us off: what was in
 // flight to it fails with fi.ECONNRESET, and the next send to it says
-// so.
+// so when something may have been lost: an operation in flight, or
+// slots the owner had not taken. A peer that took everything we sent
+// before it closed lost nothing, and a new endpoint of its name is sent
+// to without an error (a server whose client closed and came back under
+// the same name may learn of the goodbye only after the new one wrote).
 func (d *dataPath) resetPeer(e *endpoint, p *peer) {
-	d.failPeer(e, p, fi.ECONNRESET)
+	lost := d.failPeer(e, p, fi.ECONNRESET)
+	if !p.q.loadHead() || p.q.headSeen != p.q.tail {
+		lost = true
+	}
 	d.disconnect(e, p, false)
-	d.gone[p.name] = true
+	d.gone[p.name] = lost
 }
 
 // abandon gives up our entry in p's inbox, whose state we found
@@ -956,16 +963,19 @@ func (d *dataPath) checkInbound(e *endpoint, i int) {
 	}
 }
 
-// failPeer completes every entry bound for p with code.
-func (d *dataPath) failPeer(e *endpoint, p *peer, code fi.Errno) {
+// failPeer completes every entry bound for p with code; it reports
+// whether there was any.
+func (d *dataPath) failPeer(e *endpoint, p *peer, code fi.Errno) (failed bool) {
 	for i := range d.tx {
 		t := &d.tx[i]
 		if t.peer == p {
 			t.err, t.acks = code, 0
 			d.finish(e, t)
+			failed = true
 		}
 	}
 	p.out, p.busy = p.out[:0], 0
+	return failed
 }
 
 // shutdown fails everything pending with ECANCELED and leaves every peer.
