@@ -182,9 +182,12 @@
 //     in flight to it (large messages, RMA) complete with fi.ECONNRESET
 //     error entries, a receive it was streaming into fails with
 //     fi.ECONNRESET, its entry in our inbox is freed, and the next send
-//     to it returns fi.ECONNRESET (small messages completed before the
-//     death may be lost: a send completes when it is in the peer's ring,
-//     unless it asked for FI_DELIVERY_COMPLETE).
+//     to it returns fi.ECONNRESET when something may have been lost: an
+//     operation in flight, or messages still in its ring (small messages
+//     completed before the death may be lost: a send completes when it
+//     is in the peer's ring, unless it asked for FI_DELIVERY_COMPLETE).
+//     A peer that took everything sent to it before it closed lost
+//     nothing, and that send goes to a new endpoint of the name, if any.
 //     Later sends connect to a new endpoint of that name as soon as one
 //     exists (fi.ECONNRESET while none does).
 //   - Checked state: the owner of an inbox checks, besides every slot,

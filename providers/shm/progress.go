@@ -430,14 +430,15 @@ func (d *dataPath) lookupPeer(e *endpoint, dest fi.Addr) (*peer, error) {
 
 // resetPeer drops p, whose inbox went away or cut us off: what was in
 // flight to it fails with fi.ECONNRESET, and the next send to it says
-// so when something may have been lost: an operation in flight, or
-// slots the owner had not taken. A peer that took everything we sent
-// before it closed lost nothing, and a new endpoint of its name is sent
-// to without an error (a server whose client closed and came back under
-// the same name may learn of the goodbye only after the new one wrote).
+// so unless the owner closed its endpoint (or died) after it took
+// everything we sent, with nothing in flight: then nothing was lost, and
+// a new endpoint of its name is sent to without an error (a server whose
+// client closed and came back under the same name may learn of the
+// goodbye only after the new one wrote). An owner that still serves its
+// inbox cut us off: that is always reported.
 func (d *dataPath) resetPeer(e *endpoint, p *peer) {
 	lost := d.failPeer(e, p, fi.ECONNRESET)
-	if !p.q.loadHead() || p.q.headSeen != p.q.tail {
+	if p.r.ownerOpen() || !p.q.loadHead() || p.q.headSeen != p.q.tail || p.bad != "" {
 		lost = true
 	}
 	d.disconnect(e, p, false)
@@ -453,6 +454,7 @@ func (d *dataPath) abandon(e *endpoint, p *peer, why string) {
 		p.r.word32(p.off + pReady).Store(readyAbandoned)
 	}
 	d.resetPeer(e, p)
+	d.gone[p.name] = true // always reported
 }
 
 // checkPeer checks the words of p's entry that its owner writes against
