@@ -189,11 +189,12 @@ func (av *AV) StrAddr(addr []byte) string { return fi.AddrString(av.format, addr
 // slice must not be modified. It does not allocate.
 func (av *AV) Addr(fa fi.Addr) ([]byte, bool) {
 	av.mu.RLock()
-	defer av.mu.RUnlock()
-	if uint64(fa) >= uint64(len(av.entries)) || av.entries[fa] == nil {
-		return nil, false
+	var a []byte
+	if uint64(fa) < uint64(len(av.entries)) {
+		a = av.entries[fa]
 	}
-	return av.entries[fa], true
+	av.mu.RUnlock()
+	return a, a != nil
 }
 
 // Find returns the fi.Addr of addr, or fi.AddrUnspec when addr is not in

@@ -150,7 +150,7 @@ func (e *endpoint) postRecv(x *rxEntry) error {
 	first := e.posted.Add(1) == 1
 	e.mu.Unlock()
 	if first {
-		e.auto.Kick() // the background progress may wait for a receive
+		e.auto.Want() // the background progress may sleep for want of a receive
 	}
 	return nil
 }
