@@ -1,8 +1,10 @@
 //go:build linux
 
 // Package sockpoll is the background progress (FI_PROGRESS_AUTO) of the
-// socket providers (tcp, udp): a goroutine per endpoint that moves data
-// when the application does not.
+// socket providers (tcp, udp): a goroutine that moves data when the
+// application does not, per endpoint (Poller, udp's) or per group of
+// endpoints sharing one epoll instance with the application's reads
+// (Group, tcp's: a domain's connections).
 //
 // The providers keep their sockets out of the Go netpoller and read and
 // write them without blocking from the application's queue reads (busy

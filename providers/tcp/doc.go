@@ -197,29 +197,38 @@
 // whether or not the application calls in. Data calls never block and do
 // not allocate: an operation goes into a fixed-size queue entry and is
 // written at once as far as the socket takes it (fi.EAGAIN when the
-// queue, tx_attr.size or rx_attr.size deep, is full). Reading a CQ,
-// counter or EQ runs progress on its
-// endpoints: non-blocking reads and writes of the socket, which the
-// endpoint owns outside the Go netpoller, so that a busy-polling
-// application pays one system call per look and no thread wakes for an
-// arriving message. When the application has not read its queues for a
-// millisecond, or is about to block in SRead or Wait, a goroutine per
-// connection arms the socket in an epoll instance of its own (in the
-// netpoller) and runs progress when it is readable, or writable while
-// sends wait for room; it serves passive RMA targets and blocked readers.
-// Endpoints in dynamic receive mode (see Layering), the connections of
-// tcp;ofi_rxm, whose entries report FI_PROGRESS_MANUAL data progress as
-// C's do, are handed to that goroutine only by a reader about to block:
-// their data moves when the layer reads their queues or blocks in them,
-// and a busy-polling application is never interrupted by the millisecond
-// look. A reader blocked in CQ.SRead, Counter.Wait or EQ.SRead hands over
-// every connection of the endpoints bound to that queue or counter, for
-// as long as it blocks, whatever other threads poll meanwhile: those that
-// come up after it blocked included, so that a server that only ever
-// waits in SRead gets a new peer's first message. While a reader blocks,
-// the goroutine watches again right after each progress rather than a
-// millisecond later (a 1 MiB rendezvous round trip between two readers
-// blocked in SRead took 3.3 ms with that pause, 0.5 to 1 ms without).
+// queue, tx_attr.size or rx_attr.size deep, is full). The sockets of a
+// domain's connections are registered, edge-triggered, in one epoll
+// instance per domain (internal/sockpoll.Group; C 1.17 keeps one per CQ
+// wait object), and a connection costs no descriptor but its socket.
+// Reading a CQ, counter or EQ runs its domains' progress: one epoll_wait
+// with a zero timeout, then the progress (non-blocking reads and writes of
+// the socket, which the endpoint owns outside the Go netpoller) of the
+// connections that are ready or have work of their own (a Resume, a
+// receive side that waited for transmit room, a stall watch due), so that
+// a busy-polling application pays one system call per look, however many
+// idle connections are bound, and no thread wakes for an arriving message.
+// When the application has not read its queues for a millisecond, or is
+// about to block in SRead or Wait, one goroutine per domain waits on the
+// epoll instance (in the netpoller) and runs the progress of the
+// connections that become readable, or writable while sends wait for
+// room; it serves passive RMA targets and blocked readers, and ends with
+// the domain's last connection. Endpoints in dynamic receive mode (see
+// Layering), the connections of tcp;ofi_rxm, whose entries report
+// FI_PROGRESS_MANUAL data progress as C's do, are served by that goroutine
+// only while a reader of theirs blocks (what it finds for them otherwise
+// waits for the layer's next read): their data moves when the layer reads
+// their queues or blocks in them, and a busy-polling application is never
+// interrupted by the millisecond look. A reader blocked in CQ.SRead,
+// Counter.Wait or EQ.SRead hands over every connection of the endpoints
+// bound to that queue or counter, for as long as it blocks, whatever other
+// threads poll meanwhile: those that come up after it blocked included,
+// so that a server that only ever waits in SRead gets a new peer's first
+// message. While a reader blocks, the goroutine watches again right after
+// each progress rather than a millisecond later (a 1 MiB rendezvous round
+// trip between two readers blocked in SRead took 3.3 ms with that pause,
+// 0.5 to 1 ms without). A queue read waits for progress the goroutine is
+// running, so that it finds what that progress completed.
 // A message that finds no posted receive waits in the socket (TCP
 // back-pressure) until one is posted.
 //

@@ -22,7 +22,13 @@ type domain struct {
 	// mrs is the domain's MR table (kit.Domain's), which peers' RMA
 	// operations are checked against.
 	mrs *kit.MRTable
+	// prog is the progress of the domain's connections (wait.go).
+	prog progGroup
 }
+
+// Close closes the domain (fi_close; kit.Domain's rules), and the epoll
+// instance of its connections' progress with it.
+func (d *domain) Close() error { return d.CloseWith(d.closeProg) }
 
 // OpenCounter opens a counter (fi_cntr_open): the framework's software
 // counter, progressed as the domain's CQs are.

@@ -3,8 +3,6 @@
 package tcp
 
 import (
-	"time"
-
 	"github.com/cockroachdb/errors"
 	"github.com/gofabric/gofabric/eq"
 	"github.com/gofabric/gofabric/fi"
@@ -91,26 +89,11 @@ func (e *endpoint) SetDynRecv(h kit.DynRecvHandler, cookie any, prefixLen int) e
 func (e *endpoint) Resume() {
 	e.dynResume.Store(true)
 	if e.dynHeld.Load() {
-		if a := e.auto.Load(); a != nil {
-			a.Kick() // a blocked reader's progress: take the socket
-			a.Wake() // and run at once (dynDeadline)
-		}
+		// The held message may sit in the staging buffer, with nothing
+		// in the socket to wake for: the next progress asks, and the
+		// domain's goroutine runs it at once while a reader blocks.
+		e.pend()
 	}
-}
-
-// dynResumeDue reports a Resume of a held message that progress has not
-// yet taken.
-func (e *endpoint) dynResumeDue() bool { return e.dynResume.Load() && e.dynHeld.Load() }
-
-// dynDeadline is the background progress's deadline for an endpoint in
-// dynamic receive mode (sockpoll.Config.Deadline): at once when a Resume
-// is due (the held message may sit in the staging buffer, with nothing
-// in the socket to wake for), else the stall watch's.
-func (e *endpoint) dynDeadline() time.Time {
-	if e.dynResumeDue() {
-		return time.Unix(1, 0)
-	}
-	return e.stallDeadline()
 }
 
 // dynDispatch starts a message (tcp op 0) of an endpoint in dynamic

@@ -55,11 +55,13 @@ type endpoint struct {
 	connRetries int           // OptConnRetries (TCP_SYNCNT), 0 for the kernel's
 	cancelDial  context.CancelFunc
 	cmWG        sync.WaitGroup // the connect goroutine
-	// auto is the background progress of the connection, nil before it.
-	auto   atomic.Pointer[sockpoll.Poller]
-	autoWG sync.WaitGroup
-	// polls counts the application's queue reads that ran progress.
-	polls atomic.Uint64
+	// member is the connection's place in its domain's progress
+	// (wait.go), nil before it and after the socket closed.
+	member atomic.Pointer[sockpoll.Member]
+	// progDone, set under mu when the socket closed, is closed once the
+	// domain's progress goroutine that ended with it has (nil when it
+	// goes on): Close waits for it.
+	progDone <-chan struct{}
 	// stallAt is when the stall watch of a connection in dynamic receive
 	// mode falls due (monoNow's clock), 0 when it holds nothing
 	// (stall.go).
@@ -362,8 +364,11 @@ func (e *endpoint) Close() error {
 	}
 	e.mu.Lock()
 	e.dp.shutdown(e)
+	done := e.progDone
 	e.mu.Unlock()
-	e.autoWG.Wait()
+	if done != nil {
+		<-done
+	}
 	for _, s := range e.Sets {
 		s.Remove(e)
 	}
@@ -425,19 +430,18 @@ func (e *endpoint) attach(conn *net.TCPConn, codec dataCodec, want ep.CMState, u
 		fi.Logger(provName).Warn("tcp: cannot take over the connection's socket", "err", err)
 		return false
 	}
-	a, err := startAuto(e, fd)
+	m, err := e.domain.join(e, fd)
 	if err != nil {
-		fi.Logger(provName).Warn("tcp: cannot start background progress", "err", err)
+		fi.Logger(provName).Warn("tcp: cannot watch the connection for progress", "err", err)
 		_ = unix.Close(fd)
 		return false
 	}
 	_ = conn.Close() // the duplicate keeps the connection open
 	e.dp.attach(fd, codec)
-	e.auto.Store(a)
+	e.member.Store(m)
 	if e.cs.Established() == nil {
 		e.postEvent(up)
 	}
-	e.kickIfBlocked() // a reader blocked before the socket was there
 	return true
 }
 

@@ -24,6 +24,12 @@ const (
 	// buffer is drained is read straight into its destination.
 	rbufSize   = 8 << 10
 	directRead = 4 << 10
+	// rbufSmall is the staging buffer inside the endpoint that a
+	// connection reads into until a read fills it: one that carries a
+	// message at a time (a ping-pong, most of rxm's connections) never
+	// touches the rbufSize one, which stays unbacked by memory (the
+	// issue 22 scale figures: 4 KiB less resident per endpoint).
+	rbufSmall = 512
 )
 
 // txKind is what a transmit entry carries.
@@ -173,7 +179,9 @@ type dataPath struct {
 	rxMask, rxSize      int
 	recvHead, recvCount int
 
-	rbuf         []byte
+	rbuf         []byte // small or big
+	big          []byte // the rbufSize buffer, allocated at attach
+	small        [rbufSmall]byte
 	rstart, rend int
 	rstate       rxState
 	rhdr         dataHeader
@@ -198,6 +206,20 @@ type dataPath struct {
 	// cut the reads of a 1 MiB RDM ping-pong from 142 to 9 a round trip
 	// and its time by about 6%; 64-byte messages did not change.)
 	rwait, wwait bool
+	// rdrained says the last read took less than it asked for: the
+	// socket was empty then, and input arriving since raises a new edge of
+	// the socket's edge-triggered registration (sockpoll.Group), whose
+	// progress reads again. Until then the receive side does not read: a
+	// message costs the epoll_wait that found it and one read, not a
+	// third that finds nothing.
+	rdrained bool
+	// ended says an event told of the end of the peer's stream (or an
+	// error): a short read proves nothing then (sockpoll.Member.Ended).
+	ended bool
+	// txStall says the receive side waits for a free transmit entry (for
+	// an ACK or a read response): the flush that frees one pends the
+	// endpoint, whose socket raises no event for it.
+	txStall bool
 	// tagged lets op-0 messages carry a tag (rxm's raw tagged form,
 	// §3.4): set on endpoints in dynamic receive mode opened with
 	// FI_TAGGED.
@@ -242,7 +264,10 @@ func (d *dataPath) init(txSize, rxSize int) {
 
 func (d *dataPath) attach(fd int, codec dataCodec) {
 	d.fd, d.codec = fd, codec
-	d.rbuf = make([]byte, rbufSize)
+	if d.big == nil {
+		d.big = make([]byte, rbufSize)
+	}
+	d.rbuf = d.small[:]
 }
 
 func (d *dataPath) take() int {
@@ -272,6 +297,12 @@ func (e *endpoint) progress() {
 func (d *dataPath) progress(e *endpoint) {
 	if d.fd < 0 {
 		return
+	}
+	// Run for an event (or work of its own): read without asking poll
+	// first (rwait), at least once (rdrained).
+	d.rdrained, d.rwait = false, false
+	if m := e.member.Load(); m != nil && m.Ended() {
+		d.ended = true
 	}
 	if err := d.flush(e); err != nil {
 		d.fail(e, err)
@@ -329,12 +360,20 @@ func (d *dataPath) flush(e *endpoint) error {
 			return errnoOf(err)
 		}
 		d.advance(e, n)
+		if d.txStall && d.nfree > 0 {
+			// The receive side waited for a transmit entry: the next
+			// progress continues it.
+			d.txStall = false
+			e.pend()
+		}
 		if n < want {
 			e.blockSends()
 			return nil
 		}
 	}
-	e.sendBlocked.Store(false)
+	if e.sendBlocked.Load() {
+		e.sendBlocked.Store(false)
+	}
 	return nil
 }
 
@@ -500,9 +539,21 @@ func (d *dataPath) fill(need int) (bool, error) {
 	if d.rwait && !ready(d.fd, unix.POLLIN) {
 		return false, nil // see rwait
 	}
+	if d.rdrained {
+		return false, nil
+	}
+	room := len(d.rbuf) - d.rend
 	n, err := readResult(readOnce(d.fd, d.rbuf[d.rend:]))
 	d.rend += n
 	d.rwait = n == 0 && err == nil
+	d.rdrained = n > 0 && n < room && !d.ended
+	if d.rend == len(d.rbuf) && len(d.rbuf) < len(d.big) {
+		// The stream brings more than a message at a time: the
+		// connection reads into the big buffer from now on.
+		d.rend = copy(d.big, d.rbuf[d.rstart:d.rend])
+		d.rstart = 0
+		d.rbuf = d.big
+	}
 	return n > 0, err
 }
 
@@ -571,7 +622,7 @@ func (d *dataPath) consumed(k int) {
 
 // readDirect reads payload straight into the destination.
 func (d *dataPath) readDirect() (bool, error) {
-	if d.rwait && !ready(d.fd, unix.POLLIN) {
+	if d.rdrained || (d.rwait && !ready(d.fd, unix.POLLIN)) {
 		return false, nil
 	}
 	d.iov.reset()
@@ -591,6 +642,7 @@ func (d *dataPath) readDirect() (bool, error) {
 	d.iov.clear()
 	d.consumed(n)
 	d.rwait = n == 0 && err == nil
+	d.rdrained = n > 0 && n < d.dstLeft+n-left && !d.ended
 	return n > 0, err
 }
 
@@ -636,6 +688,7 @@ func (d *dataPath) dispatch(e *endpoint) (bool, error) {
 	}
 	needAck := h.needsAck()
 	if needAck && d.nfree == 0 {
+		d.txStall = true
 		return false, nil
 	}
 	switch h.op {
@@ -665,6 +718,7 @@ func (d *dataPath) dispatch(e *endpoint) (bool, error) {
 		d.setDst(dst[:h.rmaIOVCnt], int(payload))
 	case opReadReq:
 		if d.nfree == 0 {
+			d.txStall = true
 			return false, nil
 		}
 		var src [iovLimit][]byte
@@ -778,9 +832,6 @@ func (d *dataPath) postRecv(e *endpoint, r *rxEntry) error {
 	d.recvs[(d.recvHead+d.recvCount)&d.rxMask] = *r
 	d.recvCount++
 	if d.rstate == rsDispatch && d.fd >= 0 {
-		if a := e.auto.Load(); a != nil {
-			defer a.Kick() // the background progress may wait for this receive
-		}
 		if err := d.recv(e); err != nil {
 			d.fail(e, err)
 			return nil
@@ -825,29 +876,23 @@ func (d *dataPath) recvFailed(e *endpoint, r *rxEntry, code fi.Errno) {
 }
 
 // setStalled records whether the receive side waits for a posted buffer
-// or transmit room. Its socket's input is not watched meanwhile (the
-// background progress could not consume it, and would wake for it again
-// and again); once the wait is over, it is again, at once if the socket
-// is armed. Most calls change nothing and cost a load.
+// or transmit room (the stall watch does not count that time). The
+// socket stays watched, edge-triggered: input arriving meanwhile wakes
+// its progress once per arrival at most, and the wait ends in a call
+// that continues the receive side (postRecv, a Resume, a flush that
+// freed transmit entries: flush). Most calls change nothing and cost a
+// load.
 func (e *endpoint) setStalled(stalled bool) {
-	if e.recvStalled.Load() == stalled {
-		return
-	}
-	e.recvStalled.Store(stalled)
-	if !stalled {
-		if a := e.auto.Load(); a != nil {
-			a.Rearm()
-		}
+	if e.recvStalled.Load() != stalled {
+		e.recvStalled.Store(stalled)
 	}
 }
 
-// blockSends records that queued sends wait for room in the socket and
-// tells the background progress to watch for it.
+// blockSends records that queued sends wait for room in the socket: its
+// edge-triggered registration reports the room.
 func (e *endpoint) blockSends() {
-	if !e.sendBlocked.Swap(true) {
-		if a := e.auto.Load(); a != nil {
-			a.Rearm()
-		}
+	if !e.sendBlocked.Load() {
+		e.sendBlocked.Store(true)
 	}
 }
 
@@ -856,8 +901,8 @@ func (d *dataPath) closeSock(e *endpoint) {
 	if d.fd < 0 {
 		return
 	}
-	if a := e.auto.Load(); a != nil {
-		a.Halt()
+	if m := e.member.Swap(nil); m != nil {
+		e.progDone = e.domain.leave(e, m)
 	}
 	_ = unix.Close(d.fd)
 	d.fd = -1

@@ -27,7 +27,7 @@ import (
 //
 // The watch runs at the end of the connection's progress, from the
 // application's queue reads or the background goroutine, which arms a
-// deadline (sockpoll.Config.Deadline) while the connection holds
+// deadline (sockpoll.MemberConfig.Deadline) while the connection holds
 // something; a rendezvous whose reads start outside progress (a receive
 // posted for a request that waited) wakes it.
 
@@ -67,14 +67,14 @@ func (d *dataPath) watchStall(e *endpoint) error {
 	if !d.holding(e) {
 		if d.stallSince != 0 {
 			d.stallSince = 0
-			e.stallAt.Store(0)
+			e.setStallAt(0)
 		}
 		return nil
 	}
 	now := monoNow()
 	if b := d.heldBytes(); d.stallSince == 0 || b != d.heldSeen {
 		d.stallSince, d.heldSeen = now, b
-		e.stallAt.Store(now + int64(limit))
+		e.setStallAt(now + int64(limit))
 		return nil
 	}
 	if now-d.stallSince < int64(limit) {
@@ -95,14 +95,25 @@ func (d *dataPath) readsStarted(e *endpoint) {
 	}
 	now := monoNow()
 	d.stallSince, d.heldSeen = now, d.heldBytes()
-	e.stallAt.Store(now + int64(limit))
-	if a := e.auto.Load(); a != nil {
-		a.Wake()
+	e.setStallAt(now + int64(limit))
+}
+
+// setStallAt sets when the stall watch falls due (0: never) and tells the
+// domain's progress when the connection starts or stops having a
+// deadline (sockpoll.Member.SetTimed); one that moves later needs
+// nothing: the progress it wakes sets the next.
+func (e *endpoint) setStallAt(at int64) {
+	prev := e.stallAt.Swap(at)
+	if (prev == 0) == (at == 0) {
+		return
+	}
+	if m := e.member.Load(); m != nil {
+		m.SetTimed(at != 0)
 	}
 }
 
 // stallDeadline is when the connection's stall watch falls due, the zero
-// time when it holds nothing (sockpoll.Config.Deadline).
+// time when it holds nothing (sockpoll.MemberConfig.Deadline).
 func (e *endpoint) stallDeadline() time.Time {
 	if ns := e.stallAt.Load(); ns != 0 {
 		return monoEpoch.Add(time.Duration(ns - 1))

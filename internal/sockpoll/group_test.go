@@ -1,0 +1,287 @@
+//go:build linux
+
+package sockpoll
+
+import (
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+	"golang.org/x/sys/unix"
+)
+
+// drainer is a member's Progress: it reads fd until it has nothing more
+// (an edge-triggered member must), sends each byte to got and counts its
+// runs.
+type drainer struct {
+	fd   int
+	got  chan byte
+	runs atomic.Int64
+}
+
+func newDrainer(fd int) *drainer { return &drainer{fd: fd, got: make(chan byte, 64)} }
+
+func (d *drainer) progress() {
+	d.runs.Add(1)
+	var buf [16]byte
+	for {
+		n, _ := unix.Read(d.fd, buf[:])
+		if n <= 0 {
+			return
+		}
+		for _, c := range buf[:n] {
+			d.got <- c
+		}
+	}
+}
+
+// settle lets the members' first events (room: the sockets are writable)
+// be taken, and returns with nobody's progress running.
+func settle(g *Group) {
+	g.Poll()
+	time.Sleep(5 * PollWindow)
+	g.Poll()
+}
+
+func newGroup(t *testing.T, blocked func() bool) *Group {
+	t.Helper()
+	g, err := NewGroup(GroupConfig{Name: "test", Blocked: blocked})
+	require.NoError(t, err)
+	t.Cleanup(g.Close)
+	return g
+}
+
+// A Poll progresses the members whose socket has input and no other,
+// however many idle ones the group has; a member that leaves is no longer
+// progressed, and the goroutine ends with the last one.
+func TestGroupPollReadyOnly(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	g := newGroup(t, nil)
+	const n = 50
+	var (
+		ds    [n]*drainer
+		peers [n]int
+		ms    [n]*Member
+	)
+	for i := range n {
+		a, b := pair(t)
+		ds[i], peers[i] = newDrainer(a), b
+		m, err := g.Add(a, MemberConfig{Progress: ds[i].progress, OnKick: true})
+		require.NoError(t, err)
+		ms[i] = m
+	}
+	settle(g)
+	var before [n]int64
+	for i := range n {
+		before[i] = ds[i].runs.Load()
+	}
+	_, err := unix.Write(peers[7], []byte{7})
+	require.NoError(t, err)
+	for range 10 {
+		g.Poll()
+	}
+	wantByte(t, ds[7].got, 7, "a Poll did not progress the member with input")
+	for i := range n {
+		if i == 7 {
+			require.Equal(t, before[i]+1, ds[i].runs.Load(), "member with input")
+			continue
+		}
+		require.Equal(t, before[i], ds[i].runs.Load(), "idle member %d was progressed", i)
+	}
+	var done <-chan struct{}
+	for _, m := range ms {
+		if d := m.Remove(); d != nil {
+			done = d
+		}
+	}
+	require.NotNil(t, done, "the last Remove returns the goroutine's end")
+	<-done
+	_, err = unix.Write(peers[3], []byte{3})
+	require.NoError(t, err)
+	g.Poll()
+	require.Equal(t, before[3], ds[3].runs.Load(), "a removed member was progressed")
+}
+
+// The goroutine progresses an automatic member whose socket has input
+// while nobody polls, and leaves it to an application that polls.
+func TestGroupAuto(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	g := newGroup(t, nil)
+	a, b := pair(t)
+	d := newDrainer(a)
+	m, err := g.Add(a, MemberConfig{Progress: d.progress})
+	require.NoError(t, err)
+	defer func() {
+		if done := m.Remove(); done != nil {
+			<-done
+		}
+	}()
+	_, err = unix.Write(b, []byte{1})
+	require.NoError(t, err)
+	wantByte(t, d.got, 1, "no progress for a readable socket while nobody polls")
+	_, err = unix.Write(b, []byte{2})
+	require.NoError(t, err)
+	wantByte(t, d.got, 2, "no progress for the second byte")
+
+	// An application that polls gets the input from its own Poll.
+	stop := make(chan struct{})
+	polled := make(chan struct{})
+	go func() {
+		defer close(polled)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				g.Poll()
+				time.Sleep(PollWindow / 10)
+			}
+		}
+	}()
+	time.Sleep(5 * PollWindow)
+	_, err = unix.Write(b, []byte{3})
+	require.NoError(t, err)
+	wantByte(t, d.got, 3, "no progress while the application polls")
+	close(stop)
+	<-polled
+}
+
+// A member with OnKick is served by the goroutine only while a reader of
+// it is blocked; what the goroutine finds for it otherwise waits for the
+// next Poll.
+func TestGroupOnKick(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	var blocked atomic.Bool
+	g := newGroup(t, blocked.Load)
+	a, b := pair(t)
+	d := newDrainer(a)
+	m, err := g.Add(a, MemberConfig{Progress: d.progress, OnKick: true, Blocked: blocked.Load})
+	require.NoError(t, err)
+	defer func() {
+		if done := m.Remove(); done != nil {
+			<-done
+		}
+	}()
+	settle(g)
+	_, err = unix.Write(b, []byte{1})
+	require.NoError(t, err)
+	g.Kick() // a reader that kicked and left at once
+	wantNone(t, d.got, "progress ran with nobody blocked")
+	g.Poll()
+	wantByte(t, d.got, 1, "a Poll did not progress the member")
+
+	blocked.Store(true)
+	g.Kick()
+	time.Sleep(5 * PollWindow)
+	_, err = unix.Write(b, []byte{2})
+	require.NoError(t, err)
+	wantByte(t, d.got, 2, "no progress with a reader blocked")
+
+	blocked.Store(false)
+	time.Sleep(5 * PollWindow)
+	_, err = unix.Write(b, []byte{3})
+	require.NoError(t, err)
+	wantNone(t, d.got, "progress ran after the reader left")
+	g.Poll()
+	wantByte(t, d.got, 3, "the byte the goroutine left was not progressed by the next Poll")
+}
+
+// Pend runs a member's progress without an event: in the next Poll, and
+// from the goroutine at once while it serves the member.
+func TestGroupPend(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	var blocked atomic.Bool
+	g := newGroup(t, blocked.Load)
+	a, _ := pair(t)
+	d := newDrainer(a)
+	m, err := g.Add(a, MemberConfig{Progress: d.progress, OnKick: true, Blocked: blocked.Load})
+	require.NoError(t, err)
+	defer func() {
+		if done := m.Remove(); done != nil {
+			<-done
+		}
+	}()
+	settle(g)
+	runs := d.runs.Load()
+	m.Pend()
+	m.Pend() // once is enough
+	time.Sleep(5 * PollWindow)
+	require.Equal(t, runs, d.runs.Load(), "the goroutine ran a manual member nobody blocks on")
+	g.Poll()
+	require.Equal(t, runs+1, d.runs.Load(), "Poll ran the pending member once")
+	g.Poll()
+	require.Equal(t, runs+1, d.runs.Load(), "the member stayed pending")
+
+	blocked.Store(true)
+	g.Kick()
+	time.Sleep(5 * PollWindow)
+	m.Pend()
+	require.Eventually(t, func() bool { return d.runs.Load() == runs+2 }, 10*time.Second, PollWindow,
+		"the goroutine did not run a pending member with its reader blocked")
+}
+
+// A timed member's progress runs when its deadline passes: from the
+// goroutine (automatic members, or manual ones with a reader blocked),
+// and from a Poll.
+func TestGroupDeadline(t *testing.T) {
+	for _, onKick := range []bool{false, true} {
+		defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+		var blocked atomic.Bool
+		blocked.Store(onKick)
+		g := newGroup(t, blocked.Load)
+		a, _ := pair(t)
+		var at atomic.Int64
+		ran := make(chan struct{}, 16)
+		m, err := g.Add(a, MemberConfig{
+			Progress: func() { at.Store(0); ran <- struct{}{} },
+			OnKick:   onKick,
+			Blocked:  blocked.Load,
+			Deadline: func() time.Time {
+				if ns := at.Load(); ns != 0 {
+					return time.Unix(0, ns)
+				}
+				return time.Time{}
+			},
+		})
+		require.NoError(t, err)
+		settle(g)
+		for len(ran) > 0 {
+			<-ran
+		}
+		g.Kick()
+		time.Sleep(5 * PollWindow) // waiting, with no deadline
+		at.Store(time.Now().Add(10 * PollWindow).UnixNano())
+		m.SetTimed(true)
+		wantRun(t, ran, "no progress when the deadline passed")
+
+		// A Poll runs a due member too.
+		blocked.Store(false)
+		at.Store(time.Now().Add(-time.Millisecond).UnixNano())
+		if onKick {
+			g.Poll()
+			wantRun(t, ran, "a Poll did not run a due member")
+		}
+		m.SetTimed(false)
+		if done := m.Remove(); done != nil {
+			<-done
+		}
+	}
+}
+
+// A Poll with nothing ready allocates nothing.
+func TestGroupPollAllocs(t *testing.T) {
+	g := newGroup(t, nil)
+	a, _ := pair(t)
+	d := newDrainer(a)
+	m, err := g.Add(a, MemberConfig{Progress: d.progress, OnKick: true})
+	require.NoError(t, err)
+	defer func() {
+		if done := m.Remove(); done != nil {
+			<-done
+		}
+	}()
+	settle(g)
+	require.Zero(t, testing.AllocsPerRun(1000, g.Poll))
+}
