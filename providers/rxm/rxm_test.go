@@ -4,6 +4,7 @@ package rxm_test
 
 import (
 	"context"
+	"os"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -20,6 +21,14 @@ import (
 const testName = "tcp;ofi_gorxm"
 
 func TestMain(m *testing.M) {
+	// tcp's and fabnet's tests put veth links in the host's network
+	// namespace for a few seconds (their liveness and reason tests); an
+	// endpoint of these tests bound to one of those addresses, running in
+	// another package meanwhile, would lose it (EADDRNOTAVAIL) when the
+	// link goes. Loopback is what these tests are about.
+	if os.Getenv("FI_TCP_IFACE") == "" {
+		_ = os.Setenv("FI_TCP_IFACE", "lo")
+	}
 	tcp, ok := fi.LookupProvider("tcp")
 	if !ok {
 		panic("rxm test: provider tcp is not registered")
