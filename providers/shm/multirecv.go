@@ -112,8 +112,7 @@ func (d *dataPath) postMulti(e *endpoint, r *rxEntry) error {
 		d.unexp = d.unexp[:len(d.unexp)-1]
 		p := d.part(r, x.h.size)
 		full := m.Full()
-		d.deliver(e, in, &p, &x.h, d.unexData(e, x), &x.segs, x.pid, x.src)
-		d.unhold(e, x)
+		d.deliver(e, in, &p, &x.h, x.data[:], &x.segs, x.pid, x.src)
 		d.unexFree = append(d.unexFree, u)
 		placed++
 		if full {
