@@ -50,7 +50,6 @@ type mcState struct {
 	mu     sync.Mutex
 	ch     cmChannelC
 	f      *os.File // a duplicate of ch's descriptor, in the netpoller
-	rc     syscall.RawConn
 	done   chan struct{}
 	byID   map[cmIDC]*mcGroup
 	groups []*mcGroup // by Addr; nil slots are free
@@ -227,19 +226,21 @@ func (m *mcState) open(e *udEndpoint) error {
 		destroyChannel(ch)
 		return errors.Wrapf(fi.EIO, "verbs: event channel: %v", err)
 	}
-	m.ch, m.f, m.rc, m.done = ch, f, rc, make(chan struct{})
+	m.ch, m.f, m.done = ch, f, make(chan struct{})
 	m.byID = map[cmIDC]*mcGroup{}
-	go m.loop(e)
+	go m.loop(e, ch, rc, m.done)
 	return nil
 }
 
-// loop takes the channel's events until it is closed.
-func (m *mcState) loop(e *udEndpoint) {
-	defer close(m.done)
+// loop takes the events of ch until its duplicate, read through rc, is
+// closed; then it closes done. It is given ch, rc and done rather than
+// reading them from m: closeAll clears m.ch while the loop still runs.
+func (m *mcState) loop(e *udEndpoint, ch cmChannelC, rc syscall.RawConn, done chan struct{}) {
+	defer close(done)
 	for {
-		err := m.rc.Read(func(uintptr) bool {
+		err := rc.Read(func(uintptr) bool {
 			for {
-				ev, gerr := getMCEvent(m.ch)
+				ev, gerr := getMCEvent(ch)
 				switch {
 				case gerr == syscall.EAGAIN:
 					return false
