@@ -81,6 +81,7 @@ func (e *endpoint) PostAtomic(op kit.AtomicOp) error {
 	i := d.txFree[len(d.txFree)-1]
 	d.txFree = d.txFree[:len(d.txFree)-1]
 	t := &d.tx[i]
+	t.idx = i
 	t.kind, t.peer, t.size, t.ctx, t.cqFlags, t.report, t.inject, t.cnt = txAtomic, p, n, op.Context, cqFlags, report, op.Inject, cnt
 	t.tag, t.data, t.cqData, t.key, t.addr = atomicTag(op.Kind, op.Op, op.Datatype), op.Data, op.Flags&fi.FlagRemoteCQData != 0, op.Key, op.RAddr
 	t.alen = 0

@@ -109,12 +109,42 @@ func (e *endpoint) post(a *txArgs, kind txKind) error {
 		}
 		return nil
 	}
+	if (kind == txSend || kind == txTSend) && size <= bufMax && !inject && len(p.out) == 0 && !dc {
+		if k := p.freeChunk(); k >= 0 {
+			if s := p.q.reserve(); s != nil {
+				busy, chunk := p.r.sarChunkMem(p.off, k)
+				gather(chunk[:size], a.iov[:a.niov])
+				p.r.word64(busy).Store(chunkBusy)
+				op := byte(opMsg)
+				if kind == txTSend {
+					op = opTagged
+				}
+				h := slotHeader{op: op, proto: protoBuf, inlineLen: uint32(size), size: uint64(size), tag: a.tag, data: a.data,
+					aux: uint32(k)}
+				if cqData {
+					h.flags = flagCQData
+				}
+				h.put(s)
+				p.chunkAt[k], p.chunkUsed = p.q.tail, p.chunkUsed|1<<k
+				p.chunk = uint64(k) + 1
+				p.q.commit()
+				e.ringPeer(p)
+				e.completeTx(a.ctx, cqFlags, report, cnt)
+				p.warm(size)
+				return nil
+			} else if p.q.bad {
+				d.abandon(e, p, "the ring head went backwards or past the tail")
+				return fi.ECONNRESET
+			}
+		}
+	}
 	if len(d.txFree) == 0 || len(p.out) == cap(p.out) {
 		return fi.EAGAIN
 	}
 	i := d.txFree[len(d.txFree)-1]
 	d.txFree = d.txFree[:len(d.txFree)-1]
 	t := &d.tx[i]
+	t.idx = i
 	t.kind, t.peer, t.size, t.ctx, t.cqFlags, t.report, t.inject, t.cnt = kind, p, size, a.ctx, cqFlags, report, a.inject, cnt
 	t.tag, t.data, t.cqData, t.key, t.addr, t.dc = a.tag, a.data, cqData, a.key, a.addr, dc
 	if inject {

@@ -57,10 +57,23 @@
 // # Protocols
 //
 // Up to 192 bytes (the inject size) a message travels inline in one slot
-// and completes at once. Larger messages are read by the receiver from
+// and completes at once. From 193 bytes to 4 KiB (C 1.17's inject
+// buffers) the sender copies it into a free bounce chunk of its entry,
+// which the slot names, and it completes at once too; the receiver
+// copies it out, or, with no receive posted, keeps it in the chunk
+// (held) until one is, so that it waits aside like a small message. When
+// no chunk is free (four held or streaming) such a message goes the way
+// larger ones do. Larger messages are read by the receiver from
 // the sender's memory with process_vm_readv (cross-memory attach: one
 // copy) and complete when the receiver answers, which it does once the
-// message is in a receive buffer. The receiver probes, when
+// message is in a receive buffer. From 32 KiB on, a message that finds
+// its receive posted (one segment, large enough; not a multi-receive
+// buffer) is copied by both sides at once: the receiver grants the
+// sender the second half of that buffer, and reads the first half while
+// the sender writes the second with process_vm_writev (into that range
+// only); a receiver that meets a later message from the sender before
+// the sender started takes the grant back and reads all of it itself,
+// so neither side ever waits for the other's progress. The receiver probes, when
 // a peer first claims an entry, whether it may read that peer's memory;
 // where it may not (ptrace rights missing, as in many containers, or
 // FI_SHM_DISABLE_CMA set) messages are streamed instead through the
@@ -169,9 +182,12 @@
 //     in flight to it (large messages, RMA) complete with fi.ECONNRESET
 //     error entries, a receive it was streaming into fails with
 //     fi.ECONNRESET, its entry in our inbox is freed, and the next send
-//     to it returns fi.ECONNRESET (small messages completed before the
-//     death may be lost: a send completes when it is in the peer's ring,
-//     unless it asked for FI_DELIVERY_COMPLETE).
+//     to it returns fi.ECONNRESET when something may have been lost: an
+//     operation in flight, or messages still in its ring (small messages
+//     completed before the death may be lost: a send completes when it
+//     is in the peer's ring, unless it asked for FI_DELIVERY_COMPLETE).
+//     A peer that took everything sent to it before it closed lost
+//     nothing, and that send goes to a new endpoint of the name, if any.
 //     Later sends connect to a new endpoint of that name as soon as one
 //     exists (fi.ECONNRESET while none does).
 //   - Checked state: the owner of an inbox checks, besides every slot,
@@ -232,5 +248,7 @@
 // finds no posted receive waits at the head of its sender's ring, holding
 // back that sender's later messages until a receive matches it; with CMA
 // it waits aside like small messages do. RMA without CMA above 192 bytes
-// goes in 192-byte pieces: correct, not fast.
+// goes in 192-byte pieces: correct, not fast. An entry whose claimer
+// left while messages of it held bounce chunks (unexpected, no receive
+// posted yet) is kept from new claimers until they are received.
 package shm

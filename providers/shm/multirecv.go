@@ -112,7 +112,8 @@ func (d *dataPath) postMulti(e *endpoint, r *rxEntry) error {
 		d.unexp = d.unexp[:len(d.unexp)-1]
 		p := d.part(r, x.h.size)
 		full := m.Full()
-		d.deliver(e, in, &p, &x.h, x.data[:], &x.segs, x.pid, x.src)
+		d.deliver(e, in, &p, &x.h, d.unexData(e, x), &x.segs, x.pid, x.src)
+		d.unhold(e, x)
 		d.unexFree = append(d.unexFree, u)
 		placed++
 		if full {

@@ -74,11 +74,13 @@ type txEntry struct {
 	idx     int32
 	gen     uint32
 	// Progress of the operation.
-	sent   int  // bytes handed over (SAR chunks, RMA pieces)
-	hdr    bool // the first slot is out
-	acks   int  // answers outstanding
-	err    fi.Errno
-	inline [inlineMax]byte // an injected payload; an atomic's operand and compare bytes
+	sent int  // bytes handed over (SAR chunks, RMA pieces)
+	hdr  bool // the first slot is out
+	acks int  // answers outstanding
+	// granted: the receiver had us write the tail (opGrant).
+	granted bool
+	err     fi.Errno
+	inline  [inlineMax]byte // an injected payload; an atomic's operand and compare bytes
 }
 
 // rxEntry is a posted receive, or a message's part of an FI_MULTI_RECV
@@ -118,7 +120,11 @@ type ackEntry struct {
 	status uint32
 	off    uint64
 	n      int
-	data   [inlineMax]byte
+	// grant: an opGrant of glen bytes at offset goff of the message,
+	// to be written at off.
+	grant           bool
+	goff, glen, seq uint64
+	data            [inlineMax]byte
 }
 
 // peer is an outbound connection: an entry claimed in a peer's inbox.
@@ -168,6 +174,17 @@ type inbound struct {
 	sarH     slotHeader
 	sarSrc   fi.Addr
 	sarPlace int // bytes placed in the buffer
+	// A split CMA message (opGrant): the receiver read the head, the
+	// sender writes the tail from splitM on and then says so (pSplit).
+	// splitSeq numbers the entry's split messages.
+	split     bool
+	splitR    rxEntry
+	splitH    slotHeader
+	splitSrc  fi.Addr
+	splitSegs [maxCMAIOV][2]uint64
+	splitM    int
+	splitErr  bool // reading the head failed
+	splitSeq  uint64
 }
 
 type dataPath struct {
@@ -182,22 +199,28 @@ type dataPath struct {
 	// quarantine is when entries of the inbox were taken from live
 	// claimers (zero: not in quarantine).
 	quarantine [maxPeers]time.Time
-	ins        [maxPeers]inbound
-	tx         [queueSize]txEntry
-	txFree     []int32
-	recvs      []rxEntry // posted untagged receives, in order
-	trecvs     []rxEntry // posted tagged receives, in order
-	unexPool   [queueSize]unexEntry
-	unexFree   []int32
-	unexp      []int32 // unexpected untagged messages, in order
-	tunexp     []int32 // unexpected tagged messages, in order
-	acks       [ackQSize]ackEntry
-	ackHead    int
-	ackN       int
-	cma        cmaIOV
-	old        [inlineMax]byte // the old values of an atomic being applied
-	polls      uint32
-	checked    time.Time
+	// held are the bounce chunks of each entry that unexpected protoBuf
+	// messages hold (busy word chunkHeld). An entry released while it
+	// holds some stays in quarantine until they are delivered.
+	held [maxPeers]uint8
+	// splits counts the inbound entries with a split message pending.
+	splits   int
+	ins      [maxPeers]inbound
+	tx       [queueSize]txEntry
+	txFree   []int32
+	recvs    []rxEntry // posted untagged receives, in order
+	trecvs   []rxEntry // posted tagged receives, in order
+	unexPool [queueSize]unexEntry
+	unexFree []int32
+	unexp    []int32 // unexpected untagged messages, in order
+	tunexp   []int32 // unexpected tagged messages, in order
+	acks     [ackQSize]ackEntry
+	ackHead  int
+	ackN     int
+	cma      cmaIOV
+	old      [inlineMax]byte // the old values of an atomic being applied
+	polls    uint32
+	checked  time.Time
 	// unlinked is set once the inbox file was found removed (logged
 	// once).
 	unlinked bool
@@ -221,8 +244,10 @@ func (d *dataPath) init(txSize, rxSize int) {
 	d.gone = make(map[string]bool)
 	d.txFree = make([]int32, txSize)
 	d.unexFree = make([]int32, queueSize)
+	// The pools are left as they were allocated, untouched: their
+	// pages take no memory until traffic uses them (a transmit entry
+	// learns its index when taken).
 	for i := range queueSize {
-		d.tx[i].idx = int32(i)
 		d.unexFree[i] = int32(queueSize - 1 - i)
 	}
 	for i := range txSize {
@@ -263,7 +288,7 @@ func (d *dataPath) pushAll(e *endpoint) {
 
 // pending reports whether anything but the rings needs progress.
 func (d *dataPath) pending() bool {
-	if d.ackN > 0 {
+	if d.ackN > 0 || d.splits > 0 {
 		return true
 	}
 	for _, p := range d.plist {
@@ -290,6 +315,9 @@ func (d *dataPath) anyInput(e *endpoint) bool {
 			continue // a stray bit: checkPeers clears it
 		}
 		if s, _ := in.q.front(); s != nil {
+			return true
+		}
+		if w := e.region.word64(pageSize + i*entrySize + pSplit).Load(); in.split && w>>3 == in.splitSeq && w&7 != 0 && w&7 != doneClaimed {
 			return true
 		}
 	}
@@ -402,11 +430,19 @@ func (d *dataPath) lookupPeer(e *endpoint, dest fi.Addr) (*peer, error) {
 
 // resetPeer drops p, whose inbox went away or cut us off: what was in
 // flight to it fails with fi.ECONNRESET, and the next send to it says
-// so.
+// so unless the owner closed its endpoint (or died) after it took
+// everything we sent, with nothing in flight: then nothing was lost, and
+// a new endpoint of its name is sent to without an error (a server whose
+// client closed and came back under the same name may learn of the
+// goodbye only after the new one wrote). An owner that still serves its
+// inbox cut us off: that is always reported.
 func (d *dataPath) resetPeer(e *endpoint, p *peer) {
-	d.failPeer(e, p, fi.ECONNRESET)
+	lost := d.failPeer(e, p, fi.ECONNRESET)
+	if p.r.ownerOpen() || !p.q.loadHead() || p.q.headSeen != p.q.tail || p.bad != "" {
+		lost = true
+	}
 	d.disconnect(e, p, false)
-	d.gone[p.name] = true
+	d.gone[p.name] = lost
 }
 
 // abandon gives up our entry in p's inbox, whose state we found
@@ -418,6 +454,7 @@ func (d *dataPath) abandon(e *endpoint, p *peer, why string) {
 		p.r.word32(p.off + pReady).Store(readyAbandoned)
 	}
 	d.resetPeer(e, p)
+	d.gone[p.name] = true // always reported
 }
 
 // checkPeer checks the words of p's entry that its owner writes against
@@ -435,13 +472,46 @@ func (d *dataPath) checkPeer(p *peer) string {
 	for k := range sarChunks {
 		busyOff, _ := p.r.sarChunkMem(p.off, k)
 		switch b := p.r.word64(busyOff).Load(); {
-		case b > 1:
+		case b > chunkHeld:
 			return "a bounce chunk's busy word holds garbage"
-		case b == 1 && (p.chunkUsed&(1<<k) == 0 || h > p.chunkAt[k]):
+		case b == chunkHeld && p.chunkUsed&(1<<k) == 0:
+			return "a bounce chunk is held that no slot named"
+		case b == chunkBusy && (p.chunkUsed&(1<<k) == 0 || h > p.chunkAt[k]):
 			return "a bounce chunk is busy that no slot in the ring names"
 		}
 	}
 	return ""
+}
+
+// freeChunk returns a free bounce chunk of p's entry, the one after the
+// last used first, or -1 when all are in flight or held by the owner.
+func (p *peer) freeChunk() int {
+	for j := range sarChunks {
+		k := int((p.chunk + uint64(j)) % sarChunks)
+		busy, _ := p.r.sarChunkMem(p.off, k)
+		if p.r.word64(busy).Load() == chunkFree {
+			return k
+		}
+	}
+	return -1
+}
+
+// warm writes a byte into each cache line of the first n bytes of the
+// chunk the next protoBuf message takes, if it is free: the lines, which
+// the receiver read when it last copied a message out of that chunk,
+// then move into this core's cache while nothing waits for them, and the
+// next message's copy does not wait for them one by one. Nobody reads a
+// free chunk.
+func (p *peer) warm(n int) {
+	k := int(p.chunk % sarChunks)
+	busy, chunk := p.r.sarChunkMem(p.off, k)
+	if p.r.word64(busy).Load() != chunkFree {
+		return
+	}
+	chunk = chunk[:min(n, len(chunk))]
+	for o := 0; o < len(chunk); o += 64 {
+		chunk[o] = 0
+	}
 }
 
 // connect claims an entry in the inbox of name.
@@ -586,6 +656,24 @@ func (d *dataPath) pushEntry(e *endpoint, p *peer, t *txEntry) bool {
 			}
 			return true
 		}
+		if !t.hdr && !t.dc && t.size <= bufMax {
+			if k := p.freeChunk(); k >= 0 {
+				s := p.q.reserve()
+				if s == nil {
+					return false
+				}
+				busy, chunk := p.r.sarChunkMem(p.off, k)
+				copyAt(chunk[:t.size], t.iov[:t.niov], 0)
+				p.r.word64(busy).Store(chunkBusy)
+				h.proto, h.inlineLen, h.aux = protoBuf, uint32(t.size), uint32(k)
+				h.put(s)
+				p.chunkAt[k], p.chunkUsed = p.q.tail, p.chunkUsed|1<<k
+				p.chunk = uint64(k) + 1
+				p.q.commit()
+				t.hdr, t.sent = true, t.size
+				return true
+			}
+		}
 		if !t.hdr && p.cmaState() == 0 {
 			return false // the owner has not probed us yet: wait for its answer to choose
 		}
@@ -598,6 +686,9 @@ func (d *dataPath) pushEntry(e *endpoint, p *peer, t *txEntry) bool {
 				return false
 			}
 			h.flags &^= flagAck // answered anyway
+			if t.size >= splitMin {
+				h.flags |= flagSplit
+			}
 			h.proto, h.niov = protoCMA, uint32(t.niov)
 			h.put(s)
 			for k, b := range t.iov[:t.niov] {
@@ -626,23 +717,23 @@ func (d *dataPath) pushEntry(e *endpoint, p *peer, t *txEntry) bool {
 			}
 		}
 		for t.sent < t.size {
-			k := int(p.chunk % sarChunks)
-			busyOff, chunk := p.r.sarChunkMem(p.off, k)
-			if p.r.word64(busyOff).Load() != 0 {
+			k := p.freeChunk()
+			if k < 0 {
 				p.bad = d.checkPeer(p)
 				return false
 			}
+			busyOff, chunk := p.r.sarChunkMem(p.off, k)
 			s := p.q.reserve()
 			if s == nil {
 				return false
 			}
 			n := copyAt(chunk, t.iov[:t.niov], t.sent)
-			p.r.word64(busyOff).Store(1)
+			p.r.word64(busyOff).Store(chunkBusy)
 			c := slotHeader{op: opSAR, msgID: h.msgID, inlineLen: uint32(n), addr: uint64(t.sent), aux: uint32(k)}
 			c.put(s)
 			p.chunkAt[k], p.chunkUsed = p.q.tail, p.chunkUsed|1<<k
 			p.q.commit()
-			p.chunk++
+			p.chunk = uint64(k) + 1
 			t.sent += n
 		}
 		return true
@@ -813,7 +904,7 @@ func (d *dataPath) checkPeers(e *endpoint) {
 		case in.active:
 			d.checkInbound(e, i)
 		case !d.quarantine[i].IsZero():
-			if now.Sub(d.quarantine[i]) >= checkEvery {
+			if now.Sub(d.quarantine[i]) >= checkEvery && d.held[i] == 0 {
 				d.quarantine[i] = time.Time{}
 				clearEntry(r, i)
 				r.word32(off + pClaim).Store(0)
@@ -863,7 +954,8 @@ func (d *dataPath) checkInbound(e *endpoint, i int) {
 		why = "the entry's CMA word was overwritten"
 	default:
 		for k := range sarChunks {
-			if busy, _ := r.sarChunkMem(off, k); r.word64(busy).Load() > 1 {
+			busy, _ := r.sarChunkMem(off, k)
+			if b := r.word64(busy).Load(); b > chunkHeld || (b == chunkHeld) != (d.held[i]&(1<<k) != 0) {
 				why = "a bounce chunk's busy word was overwritten"
 			}
 		}
@@ -873,16 +965,19 @@ func (d *dataPath) checkInbound(e *endpoint, i int) {
 	}
 }
 
-// failPeer completes every entry bound for p with code.
-func (d *dataPath) failPeer(e *endpoint, p *peer, code fi.Errno) {
+// failPeer completes every entry bound for p with code; it reports
+// whether there was any.
+func (d *dataPath) failPeer(e *endpoint, p *peer, code fi.Errno) (failed bool) {
 	for i := range d.tx {
 		t := &d.tx[i]
 		if t.peer == p {
 			t.err, t.acks = code, 0
 			d.finish(e, t)
+			failed = true
 		}
 	}
 	p.out, p.busy = p.out[:0], 0
+	return failed
 }
 
 // shutdown fails everything pending with ECANCELED and leaves every peer.
@@ -924,6 +1019,9 @@ func (d *dataPath) receive(e *endpoint) {
 		if !in.active && !d.adopt(e, i) {
 			continue
 		}
+		if in.split {
+			d.finishSplit(e, i)
+		}
 		popped := 0
 		for range slotsPerVisit {
 			if d.ackN == ackQSize {
@@ -936,6 +1034,11 @@ func (d *dataPath) receive(e *endpoint) {
 			var h slotHeader
 			if !h.parse(s) {
 				d.broken(e, i, "malformed slot")
+				break
+			}
+			if in.split && h.op != opAck && h.op != opGrant && !d.revokeSplit(e, i) {
+				// A later message waits for the split one's tail,
+				// which its sender is writing now; answers go on.
 				break
 			}
 			done, bad := d.slot(e, i, &h, s)
@@ -1028,12 +1131,22 @@ func (d *dataPath) release(e *endpoint, i int, code fi.Errno, quarantine bool) {
 	if in.sar {
 		e.failRecv(&in.sarRecv, code, in.sarH.data)
 	}
+	if in.split {
+		d.dropSplit(e, i)
+		e.failRecv(&in.splitR, code, in.splitH.data)
+		d.splits--
+	}
 	r := e.region
 	off := pageSize + i*entrySize
 	clearEntry(r, i)
 	r.word32(off + pReady).Store(0)
 	clearBit(r, i)
-	if quarantine {
+	if !quarantine && d.held[i] != 0 {
+		// Unexpected messages still hold chunks of the entry: no new
+		// claimer may write there before they are delivered.
+		r.word32(off + pClaim).Store(claimQuarantine)
+		d.quarantine[i] = time.Now()
+	} else if quarantine {
 		r.word32(off + pClaim).Store(claimQuarantine)
 		d.quarantine[i] = time.Now()
 		if in.bell.Name != "" {
@@ -1079,6 +1192,9 @@ func (d *dataPath) slot(e *endpoint, i int, h *slotHeader, s []byte) (done, bad 
 		return true, false
 	case opBye:
 		return true, false
+	case opGrant:
+		d.granted(e, i, h)
+		return true, false
 	case opSAR:
 		if !in.sar || h.msgID != in.sarH.msgID || int(h.addr) != in.sarGot || in.sarGot+int(h.inlineLen) > in.sarSize {
 			return false, true
@@ -1114,6 +1230,24 @@ func (d *dataPath) slot(e *endpoint, i int, h *slotHeader, s []byte) (done, bad 
 			in.sar, in.sarRecv, in.sarSize, in.sarGot, in.sarH, in.sarSrc, in.sarPlace = true, d.takeFor(tagged, k, h.size), int(h.size), 0, *h, src, 0
 			return true, false
 		}
+		if h.proto == protoBuf {
+			busy, chunk := e.region.sarChunkMem(pageSize+i*entrySize, int(h.aux))
+			if d.held[i]&(1<<h.aux) != 0 || e.region.word64(busy).Load() != chunkBusy {
+				return false, true // the chunk is not the sender's to name
+			}
+			if k < 0 {
+				if !d.stash(e, i, h, s, src) {
+					return false, false
+				}
+				d.held[i] |= 1 << h.aux
+				e.region.word64(busy).Store(chunkHeld)
+				return true, false
+			}
+			r := d.takeFor(tagged, k, h.size)
+			d.deliver(e, i, &r, h, chunk, nil, in.pid, src)
+			e.region.word64(busy).Store(chunkFree)
+			return true, false
+		}
 		if k < 0 {
 			return d.stash(e, i, h, s, src), false
 		}
@@ -1122,6 +1256,11 @@ func (d *dataPath) slot(e *endpoint, i int, h *slotHeader, s []byte) (done, bad 
 		if h.proto == protoCMA {
 			for k := range int(h.niov) {
 				segs[k][0], segs[k][1] = cmaSeg(s, k)
+			}
+			if h.flags&flagSplit != 0 && in.cma && r.niov == 1 && r.mr == 0 && h.size >= splitMin &&
+				uint64(r.size) >= h.size && d.ackN+1 < ackQSize {
+				d.startSplit(e, i, &r, h, &segs, src)
+				return true, false
 			}
 		}
 		d.deliver(e, i, &r, h, s[slotHdr:], &segs, in.pid, src)
@@ -1132,6 +1271,166 @@ func (d *dataPath) slot(e *endpoint, i int, h *slotHeader, s []byte) (done, bad 
 		return d.serveAtomic(e, i, h, s)
 	}
 	return false, true
+}
+
+// startSplit starts receiving the CMA message h from entry i into r
+// (one segment, large enough) in two halves that copy at once: it asks
+// the sender to write the tail (opGrant, sent at once), reads the head
+// itself, and leaves the rest to finishSplit. Until then the entry's
+// later slots wait.
+func (d *dataPath) startSplit(e *endpoint, i int, r *rxEntry, h *slotHeader, segs *[maxCMAIOV][2]uint64, src fi.Addr) {
+	in := &d.ins[i]
+	n := int(h.size)
+	m := n / 2 &^ 63
+	a := &d.acks[(d.ackHead+d.ackN)%ackQSize]
+	*a = ackEntry{in: i, msgID: h.msgID, off: bufAddr(r.iov[0][m:n]), grant: true, goff: uint64(m), glen: uint64(n - m)}
+	d.ackN++
+	in.splitSeq = (in.splitSeq + 1) & (1<<61 - 1)
+	a.seq = in.splitSeq
+	e.region.word64(pageSize + i*entrySize + pSplit).Store(in.splitSeq << 3)
+	d.flushAcks(e)
+	in.split, in.splitR, in.splitH, in.splitSrc, in.splitSegs, in.splitM = true, *r, *h, src, *segs, m
+	d.splits++
+	d.cma.addLocal(r.iov[0][:m])
+	addRemoteRange(&d.cma, segs, int(h.niov), 0, m)
+	k, err := d.cma.read(in.pid)
+	in.splitErr = err != nil || k != m
+}
+
+// finishSplit completes entry i's split message once its sender said it
+// wrote the tail (reading the tail itself when the sender could not);
+// false while it has not, or while no answer fits.
+func (d *dataPath) finishSplit(e *endpoint, i int) bool {
+	in := &d.ins[i]
+	off := pageSize + i*entrySize
+	r := e.region
+	w := r.word64(off + pSplit).Load()
+	st := w & 7
+	if d.ackN == ackQSize || w>>3 != in.splitSeq || st != doneOK && st != doneFailed && st != doneRevoked {
+		return false // not answered yet, or being written
+	}
+	n := int(in.splitH.size)
+	if st != doneOK && !in.splitErr {
+		d.cma.addLocal(in.splitR.iov[0][in.splitM:n])
+		addRemoteRange(&d.cma, &in.splitSegs, int(in.splitH.niov), in.splitM, n-in.splitM)
+		k, err := d.cma.read(in.pid)
+		in.splitErr = err != nil || k != n-in.splitM
+	}
+	in.split = false
+	d.splits--
+	status := uint32(0)
+	if in.splitErr {
+		status = uint32(fi.EIO)
+		e.failRecv(&in.splitR, fi.EIO, in.splitH.data)
+	} else {
+		d.delivered(e, &in.splitR, &in.splitH, in.splitSrc, n)
+	}
+	in.splitR = rxEntry{}
+	d.queueAck(i, in.splitH.msgID, status, 0, nil)
+	return true
+}
+
+// revokeSplit runs when a later message from entry i finds its split
+// message pending: if the sender has not started on the tail it takes
+// the grant back (the sender then skips it) and reads the tail itself,
+// so that the ring goes on without waiting for the sender (two endpoints
+// splitting messages to each other would wait for each other's grants
+// queued behind those messages). False while the sender is writing the
+// tail, or no answer fits.
+func (d *dataPath) revokeSplit(e *endpoint, i int) bool {
+	seq := d.ins[i].splitSeq << 3
+	e.region.word64(pageSize+i*entrySize+pSplit).CompareAndSwap(seq, seq|doneRevoked)
+	return d.finishSplit(e, i)
+}
+
+// dropSplit takes back the grant of entry i's split message, whose
+// receive fails: once the sender started writing the tail into the
+// receive buffer, it waits (at most splitDrain) until the sender is done
+// or dead, so that no write reaches the buffer after the application
+// got it back. The wait only happens when an entry is released in the
+// few microseconds of that write.
+func (d *dataPath) dropSplit(e *endpoint, i int) {
+	in := &d.ins[i]
+	w := e.region.word64(pageSize + i*entrySize + pSplit)
+	seq := in.splitSeq << 3
+	if w.CompareAndSwap(seq, seq|doneRevoked) {
+		return
+	}
+	for end := time.Now().Add(splitDrain); w.Load() == seq|doneClaimed && pidAlive(in.pid) && time.Now().Before(end); {
+		time.Sleep(20 * time.Microsecond)
+	}
+}
+
+// splitDrain bounds dropSplit's wait.
+const splitDrain = 100 * time.Millisecond
+
+// granted handles an opGrant from entry i for one of our CMA messages:
+// it writes the tail asked for into the receiver's memory, then says so
+// in our entry of its inbox. A grant that does not fit a message we sent
+// that peer is ignored (the receiver, finding no answer, waits; a
+// receiver that forges grants only harms its own messages).
+func (d *dataPath) granted(e *endpoint, i int, h *slotHeader) {
+	k := int(h.msgID & 0xffffffff)
+	if k >= queueSize {
+		return
+	}
+	t := &d.tx[k]
+	if t.gen != uint32(h.msgID>>32) || t.acks != 1 || t.peer == nil || t.granted || !t.hdr ||
+		t.kind != txSend && t.kind != txTSend || t.peer.name != d.ins[i].name ||
+		h.tag >= uint64(t.size) || h.size != uint64(t.size)-h.tag {
+		return
+	}
+	t.granted = true
+	p := t.peer
+	seq := h.data << 3
+	if h.data >= 1<<61 || !p.r.word64(p.off+pSplit).CompareAndSwap(seq, seq|doneClaimed) {
+		return // the receiver took the grant back (revokeSplit)
+	}
+	addLocalRange(&d.cma, t.iov[:t.niov], int(h.tag), int(h.size))
+	d.cma.addRemote(h.addr, h.size)
+	n, err := d.cma.write(p.r.pid())
+	st := uint64(doneOK)
+	if err != nil || n != int(h.size) {
+		st = doneFailed
+	}
+	p.r.word64(p.off + pSplit).Store(seq | st)
+	e.ringPeer(p)
+}
+
+// addRemoteRange adds the part [off, off+n) of the remote segments segs
+// (nseg of them, in order) to c.
+func addRemoteRange(c *cmaIOV, segs *[maxCMAIOV][2]uint64, nseg, off, n int) {
+	for k := range nseg {
+		a, l := segs[k][0], int(segs[k][1])
+		if off >= l {
+			off -= l
+			continue
+		}
+		take := min(l-off, n)
+		c.addRemote(a+uint64(off), uint64(take))
+		n -= take
+		off = 0
+		if n == 0 {
+			return
+		}
+	}
+}
+
+// addLocalRange adds the part [off, off+n) of the segments iov to c.
+func addLocalRange(c *cmaIOV, iov [][]byte, off, n int) {
+	for _, b := range iov {
+		if off >= len(b) {
+			off -= len(b)
+			continue
+		}
+		take := min(len(b)-off, n)
+		c.addLocal(b[off : off+take])
+		n -= take
+		off = 0
+		if n == 0 {
+			return
+		}
+	}
 }
 
 // source returns the fi.Addr of in's peer in our AV (fi.AddrUnspec, i.e.
@@ -1186,9 +1485,11 @@ func (d *dataPath) stash(e *endpoint, i int, h *slotHeader, s []byte, src fi.Add
 	d.unexFree = d.unexFree[:len(d.unexFree)-1]
 	x := &d.unexPool[u]
 	x.h, x.in, x.nonce, x.pid, x.src = *h, i, d.ins[i].nonce, d.ins[i].pid, src
-	if h.proto == protoInline {
+	switch h.proto {
+	case protoBuf: // the payload stays in its chunk (held)
+	case protoInline:
 		copy(x.data[:], s[slotHdr:slotHdr+int(h.inlineLen)])
-	} else {
+	default:
 		for k := range int(h.niov) {
 			a, n := cmaSeg(s, k)
 			x.segs[k] = [2]uint64{a, n}
@@ -1209,7 +1510,7 @@ func (d *dataPath) stash(e *endpoint, i int, h *slotHeader, s []byte, src fi.Add
 // for an answer).
 func (d *dataPath) deliver(e *endpoint, i int, r *rxEntry, h *slotHeader, data []byte, segs *[maxCMAIOV][2]uint64, pid int, src fi.Addr) {
 	switch h.proto {
-	case protoInline:
+	case protoInline, protoBuf:
 		n := scatterAt(r.iov[:r.niov], 0, data[:h.inlineLen])
 		d.delivered(e, r, h, src, n)
 		if h.flags&flagAck != 0 && i >= 0 {
@@ -1377,7 +1678,7 @@ const maxInt = int(^uint(0) >> 1)
 // is room.
 func (d *dataPath) queueAck(i int, msgID uint64, status uint32, off uint64, data []byte) {
 	a := &d.acks[(d.ackHead+d.ackN)%ackQSize]
-	a.in, a.msgID, a.status, a.off = i, msgID, status, off
+	a.in, a.msgID, a.status, a.off, a.grant = i, msgID, status, off, false
 	a.n = copy(a.data[:], data)
 	d.ackN++
 }
@@ -1414,6 +1715,9 @@ func (d *dataPath) flushAcks(e *endpoint) {
 				return
 			}
 			h := slotHeader{op: opAck, msgID: a.msgID, niov: a.status, addr: a.off, inlineLen: uint32(a.n)}
+			if a.grant {
+				h = slotHeader{op: opGrant, msgID: a.msgID, addr: a.off, tag: a.goff, size: a.glen, data: a.seq}
+			}
 			h.put(s)
 			copy(s[slotHdr:], a.data[:a.n])
 			p.q.commit()
@@ -1447,7 +1751,8 @@ func (d *dataPath) postRecv(e *endpoint, r *rxEntry, multi bool) error {
 		}
 		copy((*l)[k:], (*l)[k+1:])
 		*l = (*l)[:len(*l)-1]
-		d.deliver(e, in, r, &x.h, x.data[:], &x.segs, x.pid, x.src)
+		d.deliver(e, in, r, &x.h, d.unexData(e, x), &x.segs, x.pid, x.src)
+		d.unhold(e, x)
 		d.unexFree = append(d.unexFree, u)
 		return nil
 	}
@@ -1463,6 +1768,33 @@ func (d *dataPath) postRecv(e *endpoint, r *rxEntry, multi bool) error {
 		d.recvs = append(d.recvs, *r)
 	}
 	return nil
+}
+
+// unexData returns the payload of the unexpected message x: its own
+// copy, or for protoBuf the chunk it holds.
+func (d *dataPath) unexData(e *endpoint, x *unexEntry) []byte {
+	if x.h.proto == protoBuf {
+		_, chunk := e.region.sarChunkMem(pageSize+x.in*entrySize, int(x.h.aux))
+		return chunk
+	}
+	return x.data[:]
+}
+
+// unhold frees the chunk the unexpected protoBuf message x held once it
+// was delivered: back to its sender if the entry still has the claimer
+// that sent it (which may wait for room), else the entry, kept from
+// claimers while it held chunks, may be freed by checkPeers.
+func (d *dataPath) unhold(e *endpoint, x *unexEntry) {
+	if x.h.proto != protoBuf {
+		return
+	}
+	i := x.in
+	d.held[i] &^= 1 << x.h.aux
+	if in := &d.ins[i]; in.active && in.nonce == x.nonce {
+		busy, _ := e.region.sarChunkMem(pageSize+i*entrySize, int(x.h.aux))
+		e.region.word64(busy).Store(chunkFree)
+		d.notifyRoom(e, i)
+	}
 }
 
 // unexAnswer returns the inbox entry whose claimer the unexpected

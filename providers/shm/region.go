@@ -30,7 +30,8 @@ import (
 //	                         CMA probe and answer, want-room word
 //	  [64, 128)              the peer's name (NUL padded)
 //	  [128, 192)             ring head (written by the owner)
-//	  [192, pageSize)        unused
+//	  [192, 200)             split message state (pSplit)
+//	  [256, pageSize)        unused
 //	  ringSlots slots of slotSize bytes
 //	  bounce: sarChunks chunks of sarChunk bytes, each after a 64-byte
 //	  header whose first word is the chunk's busy flag
@@ -44,7 +45,7 @@ import (
 const (
 	pageSize      = 4096
 	regionMagic   = 0x676f666162736d31 // "gofabsm1"
-	regionVersion = 3                  // 3: flagAck
+	regionVersion = 4                  // 3: flagAck; 4: protoBuf, flagSplit
 	maxPeers      = 32
 	ringSlots     = 256
 	slotSize      = 256
@@ -87,9 +88,14 @@ const (
 	// pWant is set by the claimer when it waits for room (ring slots,
 	// bounce chunks) or for the CMA answer; the owner clears it when it
 	// made some and then rings the claimer's doorbell.
-	pWant  = 56
-	pName  = 64
-	pHead  = 128
+	pWant = 56
+	pName = 64
+	pHead = 128
+	// pSplit is the state of the entry's split message (opGrant): its
+	// number (the grant's data) times 8 plus a done* value, 0 while the
+	// grant is pending. Both sides change it by compare-and-swap, so a
+	// stale grant finds a newer number and does nothing.
+	pSplit = 192
 	pSlots = entryHdrSize
 	pSAR   = entryHdrSize + ringBytes
 )
@@ -98,6 +104,17 @@ const (
 const (
 	cmaYes = 1
 	cmaNo  = 2
+)
+
+// States of an entry's pSplit word besides 0 (a grant is pending):
+// the claimer sets doneClaimed (compare-and-swap from 0) before it
+// writes the tail, then doneOK or doneFailed; the owner may take the
+// grant back before that, setting doneRevoked (compare-and-swap from 0).
+const (
+	doneOK      = 1
+	doneFailed  = 2
+	doneClaimed = 3
+	doneRevoked = 4
 )
 
 // Values of an entry's pReady word besides 0 (free or not ready yet) and
