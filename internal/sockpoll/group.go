@@ -33,7 +33,8 @@ import (
 //
 // The goroutine gives the members FI_PROGRESS_AUTO as Poller gives one
 // endpoint: it leaves the sockets to an application that polls (it looks
-// every PollWindow whether it still does), watches them when it stopped,
+// whether it still does after PollWindow, then less and less often, up
+// to MaxPollWindow), watches them when it stopped,
 // at once while a reader is blocked (GroupConfig.Blocked; the caller
 // Kicks when one blocks), and serves members with OnKick (manual data
 // progress) only while a reader of theirs is blocked. It also runs
@@ -490,6 +491,7 @@ func (g *Group) loop(prev, stop, done chan struct{}) {
 		return n > 0
 	}
 	polled := false // the last wake-up found that the application polled
+	window := PollWindow
 	for {
 		select {
 		case <-stop:
@@ -505,10 +507,11 @@ func (g *Group) loop(prev, stop, done chan struct{}) {
 			// again, and does not spin on input that thread is about
 			// to take).
 			seen := g.polls.Load()
-			timer.Reset(PollWindow)
+			timer.Reset(window)
 			select {
 			case <-timer.C:
 				if g.polls.Load() != seen {
+					window = min(2*window, MaxPollWindow)
 					continue
 				}
 			case <-g.kick:
@@ -517,6 +520,7 @@ func (g *Group) loop(prev, stop, done chan struct{}) {
 				timer.Stop()
 				return
 			}
+			window = PollWindow
 			polled = false
 		default:
 			// Only manual progress, and nobody blocked: wait for a

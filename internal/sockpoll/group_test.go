@@ -105,7 +105,8 @@ func TestGroupPollReadyOnly(t *testing.T) {
 }
 
 // The goroutine progresses an automatic member whose socket has input
-// while nobody polls, and leaves it to an application that polls.
+// while nobody polls, leaves it to an application that polls, and takes
+// it back when the application stops, however long it polled.
 func TestGroupAuto(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	g := newGroup(t, nil)
@@ -144,8 +145,14 @@ func TestGroupAuto(t *testing.T) {
 	_, err = unix.Write(b, []byte{3})
 	require.NoError(t, err)
 	wantByte(t, d.got, 3, "no progress while the application polls")
+	// It polls long enough for the goroutine's looks to back off to
+	// MaxPollWindow apart, then stops: the goroutine still takes over.
+	time.Sleep(4 * MaxPollWindow)
 	close(stop)
 	<-polled
+	_, err = unix.Write(b, []byte{4})
+	require.NoError(t, err)
+	wantByte(t, d.got, 4, "no progress after a long-polling application stopped")
 }
 
 // A member with OnKick is served by the goroutine only while a reader of

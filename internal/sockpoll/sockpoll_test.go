@@ -54,7 +54,8 @@ func wantNone(t *testing.T, got <-chan byte, why string) {
 }
 
 // The goroutine runs progress when a socket becomes readable and nobody
-// polls, only while Wanted holds (or after a Kick), and ends at Halt.
+// polls, only while Wanted holds (or after a Kick), again once an
+// application that polled long stops, and ends at Halt.
 func TestProgressWhenIdle(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	a, b := pair(t)
@@ -88,6 +89,17 @@ func TestProgressWhenIdle(t *testing.T) {
 	wanted.Store(true)
 	p.Kick()
 	wantByte(t, got, 2, "no progress after Kick with Wanted true")
+
+	// The application polls (its reads leave the socket alone here)
+	// long enough for the goroutine's looks to back off to
+	// MaxPollWindow apart, then stops: the goroutine takes over again.
+	for end := time.Now().Add(4 * MaxPollWindow); time.Now().Before(end); {
+		polls.Add(1)
+		time.Sleep(PollWindow / 10)
+	}
+	_, err = unix.Write(b, []byte{3})
+	require.NoError(t, err)
+	wantByte(t, got, 3, "no progress after a long-polling application stopped")
 
 	p.Halt()
 	wg.Wait()
