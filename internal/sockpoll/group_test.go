@@ -155,24 +155,35 @@ func TestGroupAuto(t *testing.T) {
 	wantByte(t, d.got, 4, "no progress after a long-polling application stopped")
 }
 
+// manualMember adds one end of a new socket pair to a new group, as a
+// member with OnKick (manual data progress) whose reader blocked says is
+// blocked, and lets the group's goroutine settle. It returns the member,
+// its drainer, the pair's other end, and the member's removal, which the
+// test defers (before its leak check).
+func manualMember(t *testing.T, blocked *atomic.Bool) (*Group, *Member, *drainer, int, func()) {
+	t.Helper()
+	g := newGroup(t, blocked.Load)
+	a, b := pair(t)
+	d := newDrainer(a)
+	m, err := g.Add(a, MemberConfig{Progress: d.progress, OnKick: true, Blocked: blocked.Load})
+	require.NoError(t, err)
+	settle(g)
+	return g, m, d, b, func() {
+		if done := m.Remove(); done != nil {
+			<-done
+		}
+	}
+}
+
 // A member with OnKick is served by the goroutine only while a reader of
 // it is blocked; what the goroutine finds for it otherwise waits for the
 // next Poll.
 func TestGroupOnKick(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	var blocked atomic.Bool
-	g := newGroup(t, blocked.Load)
-	a, b := pair(t)
-	d := newDrainer(a)
-	m, err := g.Add(a, MemberConfig{Progress: d.progress, OnKick: true, Blocked: blocked.Load})
-	require.NoError(t, err)
-	defer func() {
-		if done := m.Remove(); done != nil {
-			<-done
-		}
-	}()
-	settle(g)
-	_, err = unix.Write(b, []byte{1})
+	g, _, d, b, remove := manualMember(t, &blocked)
+	defer remove()
+	_, err := unix.Write(b, []byte{1})
 	require.NoError(t, err)
 	g.Kick() // a reader that kicked and left at once
 	wantNone(t, d.got, "progress ran with nobody blocked")
@@ -200,17 +211,8 @@ func TestGroupOnKick(t *testing.T) {
 func TestGroupPend(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	var blocked atomic.Bool
-	g := newGroup(t, blocked.Load)
-	a, _ := pair(t)
-	d := newDrainer(a)
-	m, err := g.Add(a, MemberConfig{Progress: d.progress, OnKick: true, Blocked: blocked.Load})
-	require.NoError(t, err)
-	defer func() {
-		if done := m.Remove(); done != nil {
-			<-done
-		}
-	}()
-	settle(g)
+	g, m, d, _, remove := manualMember(t, &blocked)
+	defer remove()
 	runs := d.runs.Load()
 	m.Pend()
 	m.Pend() // once is enough

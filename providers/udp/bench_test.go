@@ -32,22 +32,54 @@ func BenchmarkEmptyRead(b *testing.B) {
 // BenchmarkRawEmptyRecvmsg is the system call BenchmarkEmptyRead makes,
 // alone: the floor of its cost.
 func BenchmarkRawEmptyRecvmsg(b *testing.B) {
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK, 0)
-	require.NoError(b, err)
-	defer unix.Close(fd)
-	require.NoError(b, unix.Bind(fd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}))
-	buf := make([]byte, 64)
-	iov := unix.Iovec{Base: &buf[0]}
-	iov.SetLen(len(buf))
-	var name [28]byte
-	h := unix.Msghdr{Iov: &iov}
-	h.SetIovlen(1)
+	s := newRawSock(b)
 	for b.Loop() {
-		h.Name, h.Namelen = &name[0], uint32(len(name))
-		if _, _, e := unix.RawSyscall(unix.SYS_RECVMSG, uintptr(fd), uintptr(unsafe.Pointer(&h)), 0); e != unix.EAGAIN {
+		if e := s.recv(); e != unix.EAGAIN {
 			b.Fatal(e)
 		}
 	}
+}
+
+// rawSock is a non-blocking UDP socket on 127.0.0.1 with a 64-byte
+// buffer, for the benchmarks of the system calls alone; it is closed at
+// cleanup.
+type rawSock struct {
+	fd   int
+	name [16]byte // its sockaddr_in, for sendto
+	buf  [64]byte
+	iov  unix.Iovec
+	from [28]byte
+	h    unix.Msghdr
+}
+
+func newRawSock(b *testing.B) *rawSock {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK, 0)
+	require.NoError(b, err)
+	b.Cleanup(func() { unix.Close(fd) })
+	require.NoError(b, unix.Bind(fd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}))
+	sa, err := unix.Getsockname(fd)
+	require.NoError(b, err)
+	port := sa.(*unix.SockaddrInet4).Port
+	s := &rawSock{fd: fd, name: [16]byte{unix.AF_INET, 0, byte(port >> 8), byte(port), 127, 0, 0, 1}}
+	s.iov = unix.Iovec{Base: &s.buf[0]}
+	s.iov.SetLen(len(s.buf))
+	s.h = unix.Msghdr{Iov: &s.iov}
+	s.h.SetIovlen(1)
+	return s
+}
+
+// recv is one recvmsg into the buffer: its errno, 0 when it took a
+// datagram.
+func (s *rawSock) recv() unix.Errno {
+	s.h.Name, s.h.Namelen = &s.from[0], uint32(len(s.from))
+	_, _, e := unix.RawSyscall(unix.SYS_RECVMSG, uintptr(s.fd), uintptr(unsafe.Pointer(&s.h)), 0)
+	return e
+}
+
+// sendTo sends the buffer's 64 bytes to t (sendto).
+func (s *rawSock) sendTo(t *rawSock) {
+	unix.RawSyscall6(unix.SYS_SENDTO, uintptr(s.fd), uintptr(unsafe.Pointer(&s.buf[0])), uintptr(len(s.buf)), 0,
+		uintptr(unsafe.Pointer(&t.name[0])), uintptr(len(t.name)))
 }
 
 // BenchmarkInProcPingPong sends 64 bytes from one endpoint to another and
@@ -95,42 +127,22 @@ func BenchmarkRawInProcPingPong(b *testing.B) {
 }
 
 func rawInProc(b *testing.B, inEpoll bool) {
-	var fds [2]int
-	var names [2][]byte
-	for i := range fds {
-		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK, 0)
-		require.NoError(b, err)
-		defer unix.Close(fd)
-		require.NoError(b, unix.Bind(fd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}))
-		sa, err := unix.Getsockname(fd)
-		require.NoError(b, err)
-		port := sa.(*unix.SockaddrInet4).Port
-		names[i] = []byte{unix.AF_INET, 0, byte(port >> 8), byte(port), 127, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0}
-		fds[i] = fd
-		if inEpoll {
+	x, y := newRawSock(b), newRawSock(b)
+	if inEpoll {
+		for _, s := range []*rawSock{x, y} {
 			ep, err := unix.EpollCreate1(0)
 			require.NoError(b, err)
-			defer unix.Close(ep)
-			require.NoError(b, unix.EpollCtl(ep, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: unix.EPOLLONESHOT, Fd: int32(fd)}))
+			b.Cleanup(func() { unix.Close(ep) })
+			require.NoError(b, unix.EpollCtl(ep, unix.EPOLL_CTL_ADD, s.fd, &unix.EpollEvent{Events: unix.EPOLLONESHOT, Fd: int32(s.fd)}))
 		}
 	}
-	buf := make([]byte, 64)
-	iov := unix.Iovec{Base: &buf[0]}
-	iov.SetLen(len(buf))
-	var name [28]byte
-	h := unix.Msghdr{Iov: &iov}
-	h.SetIovlen(1)
-	hop := func(from, to int) {
-		unix.RawSyscall6(unix.SYS_SENDTO, uintptr(fds[from]), uintptr(unsafe.Pointer(&buf[0])), 64, 0, uintptr(unsafe.Pointer(&names[to][0])), 16)
-		for {
-			h.Name, h.Namelen = &name[0], uint32(len(name))
-			if _, _, e := unix.RawSyscall(unix.SYS_RECVMSG, uintptr(fds[to]), uintptr(unsafe.Pointer(&h)), 0); e == 0 {
-				return
-			}
+	hop := func(from, to *rawSock) {
+		from.sendTo(to)
+		for to.recv() != 0 {
 		}
 	}
 	for b.Loop() {
-		hop(0, 1)
-		hop(1, 0)
+		hop(x, y)
+		hop(y, x)
 	}
 }
