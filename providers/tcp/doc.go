@@ -208,10 +208,12 @@
 // receive side that waited for transmit room, a stall watch due), so that
 // a busy-polling application pays one system call per look, however many
 // idle connections are bound, and no thread wakes for an arriving message.
-// When the application has not read its queues for a millisecond, or is
-// about to block in SRead or Wait, one goroutine per domain waits on the
-// epoll instance (in the netpoller) and runs the progress of the
-// connections that become readable, or writable while sends wait for
+// When the application stopped reading its queues (the goroutine looks
+// whether it still does a millisecond after it last looked, then less and
+// less often, up to 16 ms apart, while it keeps reading: each look wakes a
+// thread), or is about to block in SRead or Wait, one goroutine per domain
+// waits on the epoll instance (in the netpoller) and runs the progress of
+// the connections that become readable, or writable while sends wait for
 // room; it serves passive RMA targets and blocked readers, and ends with
 // the domain's last connection. Endpoints in dynamic receive mode (see
 // Layering), the connections of tcp;ofi_rxm, whose entries report
@@ -219,16 +221,16 @@
 // only while a reader of theirs blocks (what it finds for them otherwise
 // waits for the layer's next read): their data moves when the layer reads
 // their queues or blocks in them, and a busy-polling application is never
-// interrupted by the millisecond look. A reader blocked in CQ.SRead,
-// Counter.Wait or EQ.SRead hands over every connection of the endpoints
-// bound to that queue or counter, for as long as it blocks, whatever other
-// threads poll meanwhile: those that come up after it blocked included,
-// so that a server that only ever waits in SRead gets a new peer's first
-// message. While a reader blocks, the goroutine watches again right after
-// each progress rather than a millisecond later (a 1 MiB rendezvous round
-// trip between two readers blocked in SRead took 3.3 ms with that pause,
-// 0.5 to 1 ms without). A queue read waits for progress the goroutine is
-// running, so that it finds what that progress completed.
+// interrupted by those looks. A reader blocked in CQ.SRead, Counter.Wait or
+// EQ.SRead hands over every connection of the endpoints bound to that queue
+// or counter, for as long as it blocks, whatever other threads poll
+// meanwhile: those that come up after it blocked included, so that a server
+// that only ever waits in SRead gets a new peer's first message. While a
+// reader blocks, the goroutine watches again right after each progress
+// rather than a millisecond later (a 1 MiB rendezvous round trip between
+// two readers blocked in SRead took 3.3 ms with that pause, 0.5 to 1 ms
+// without). A queue read waits for progress the goroutine is running, so
+// that it finds what that progress completed.
 // A message that finds no posted receive waits in the socket (TCP
 // back-pressure) until one is posted.
 //
