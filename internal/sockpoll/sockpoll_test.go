@@ -43,6 +43,15 @@ func wantByte(t *testing.T, got <-chan byte, want byte, why string) {
 	}
 }
 
+// pollFor is an application that polls for d: it advances polls ten
+// times a PollWindow.
+func pollFor(polls *atomic.Uint64, d time.Duration) {
+	for end := time.Now().Add(d); time.Now().Before(end); {
+		polls.Add(1)
+		time.Sleep(PollWindow / 10)
+	}
+}
+
 // wantNone fails with why if progress delivers anything within 20 windows.
 func wantNone(t *testing.T, got <-chan byte, why string) {
 	t.Helper()
@@ -93,10 +102,7 @@ func TestProgressWhenIdle(t *testing.T) {
 	// The application polls (its reads leave the socket alone here)
 	// long enough for the goroutine's looks to back off to
 	// MaxPollWindow apart, then stops: the goroutine takes over again.
-	for end := time.Now().Add(4 * MaxPollWindow); time.Now().Before(end); {
-		polls.Add(1)
-		time.Sleep(PollWindow / 10)
-	}
+	pollFor(&polls, 4*MaxPollWindow)
 	_, err = unix.Write(b, []byte{3})
 	require.NoError(t, err)
 	wantByte(t, got, 3, "no progress after a long-polling application stopped")
@@ -134,10 +140,7 @@ func TestOnKick(t *testing.T) {
 	wantByte(t, got, 1, "no progress after Kick")
 
 	// The application polls for a while, then computes.
-	for end := time.Now().Add(200 * PollWindow); time.Now().Before(end); {
-		polls.Add(1)
-		time.Sleep(PollWindow / 10)
-	}
+	pollFor(&polls, 200*PollWindow)
 	_, err = unix.Write(b, []byte{2})
 	require.NoError(t, err)
 	wantNone(t, got, "progress ran after the application polled, with no Kick since")
@@ -250,10 +253,7 @@ func TestBlocked(t *testing.T) {
 
 	// Another thread polls for a while (its reads do not consume the
 	// socket here), then stops; the blocked reader is still served.
-	for end := time.Now().Add(200 * PollWindow); time.Now().Before(end); {
-		polls.Add(1)
-		time.Sleep(PollWindow / 10)
-	}
+	pollFor(&polls, 200*PollWindow)
 	_, err = unix.Write(b, []byte{2})
 	require.NoError(t, err)
 	wantByte(t, got, 2, "the blocked reader was not served after another thread polled")
