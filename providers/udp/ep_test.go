@@ -46,29 +46,40 @@ func TestSendRecv(t *testing.T) {
 		{"sendmsg", func(p []byte) error { msg.IOV = [][]byte{p}; return a.msg.SendMsg(msg, fi.FlagTransmitComplete) }, "sendmsg"},
 		{"inject", func(p []byte) error { return a.msg.Inject(p, toB) }, nil},
 	}
+	// A receive of one buffer and one of several take different system
+	// calls (recvfrom, recvmsg); both must report the source.
+	recvs := []struct {
+		name string
+		post func(buf []byte) error
+	}{
+		{"recv", func(buf []byte) error { return b.msg.Recv(buf, nil, fi.AddrUnspec, "rx") }},
+		{"recvv", func(buf []byte) error { return b.msg.RecvV([][]byte{buf[:5], nil, buf[5:]}, nil, fi.AddrUnspec, "rx") }},
+	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			payload := []byte("payload of " + tt.name)
-			buf := make([]byte, 100)
-			require.NoError(t, b.msg.Recv(buf, nil, fi.AddrUnspec, "rx"))
-			require.NoError(t, tt.send(payload))
-			c, src, cerr := readOne(t, b.rxcq)
-			require.Nil(t, cerr)
-			require.Equal(t, "rx", c.Context)
-			require.Equal(t, len(payload), c.Len)
-			require.Equal(t, fi.FlagRecv|fi.FlagMsg, c.Flags)
-			require.Equal(t, payload, buf[:c.Len], "no header: the payload as sent")
-			require.Equal(t, toA, src, "FI_SOURCE: the sender's address in the AV")
-			if tt.ctx != nil {
-				c, _, cerr := readOne(t, a.txcq)
+		for _, rx := range recvs {
+			t.Run(tt.name+"/"+rx.name, func(t *testing.T) {
+				payload := []byte("payload of " + tt.name)
+				buf := make([]byte, 100)
+				require.NoError(t, rx.post(buf))
+				require.NoError(t, tt.send(payload))
+				c, src, cerr := readOne(t, b.rxcq)
 				require.Nil(t, cerr)
-				require.Equal(t, tt.ctx, c.Context)
-				require.Equal(t, fi.FlagSend|fi.FlagMsg, c.Flags)
-			}
-			var none [1]eq.Completion
-			_, err := a.txcq.Read(none[:])
-			require.ErrorIs(t, err, fi.EAGAIN, "one completion per send, none for inject")
-		})
+				require.Equal(t, "rx", c.Context)
+				require.Equal(t, len(payload), c.Len)
+				require.Equal(t, fi.FlagRecv|fi.FlagMsg, c.Flags)
+				require.Equal(t, payload, buf[:c.Len], "no header: the payload as sent")
+				require.Equal(t, toA, src, "FI_SOURCE: the sender's address in the AV")
+				if tt.ctx != nil {
+					c, _, cerr := readOne(t, a.txcq)
+					require.Nil(t, cerr)
+					require.Equal(t, tt.ctx, c.Context)
+					require.Equal(t, fi.FlagSend|fi.FlagMsg, c.Flags)
+				}
+				var none [1]eq.Completion
+				_, err := a.txcq.Read(none[:])
+				require.ErrorIs(t, err, fi.EAGAIN, "one completion per send, none for inject")
+			})
+		}
 	}
 }
 

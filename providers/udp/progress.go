@@ -125,7 +125,7 @@ func (r *recvPath) progress(e *endpoint) {
 // and completes it; false when fd has none.
 func (r *recvPath) recvFrom(e *endpoint, fd int, flags fi.Flags) bool {
 	x := &r.ring[r.head]
-	n, name, err := r.msg.recvMsg(fd, x.iov[:x.niov])
+	n, name, err := r.msg.recv(fd, x.iov[:x.niov], e.info.Caps&fi.CapSource != 0)
 	if err == unix.EAGAIN {
 		return false
 	}
