@@ -3,6 +3,7 @@
 package udp_test
 
 import (
+	"fmt"
 	"testing"
 	"unsafe"
 
@@ -85,15 +86,25 @@ func (s *rawSock) sendTo(t *rawSock) {
 // BenchmarkInProcPingPong sends 64 bytes from one endpoint to another and
 // back in one goroutine (inject, then read the receive CQ and post the
 // receive again, on each side): the provider's own cost per message,
-// without a scheduler in between.
+// without a scheduler in between. With posted=2 each side keeps a second
+// receive posted, as fi_pingpong does for FI_EP_DGRAM: a queue read must
+// then still cost one receive system call, not two.
 func BenchmarkInProcPingPong(b *testing.B) {
+	for _, posted := range []int{1, 2} {
+		b.Run(fmt.Sprintf("posted=%d", posted), func(b *testing.B) { inProcPingPong(b, posted) })
+	}
+}
+
+func inProcPingPong(b *testing.B, posted int) {
 	cleanEnv(b)
 	info := loInfo(b, 0)
 	x, y := newNode(b, info, false), newNode(b, info, false)
 	xy, yx := x.insert(b, y.name), y.insert(b, x.name)
 	bx, by := make([]byte, 64), make([]byte, 64)
-	require.NoError(b, x.msg.Recv(bx, nil, fi.AddrUnspec, nil))
-	require.NoError(b, y.msg.Recv(by, nil, fi.AddrUnspec, nil))
+	for range posted {
+		require.NoError(b, x.msg.Recv(bx, nil, fi.AddrUnspec, nil))
+		require.NoError(b, y.msg.Recv(by, nil, fi.AddrUnspec, nil))
+	}
 	var c [1]eq.Completion
 	hop := func(from, to *node, dest fi.Addr, buf []byte) {
 		if err := from.msg.Inject(buf, dest); err != nil {

@@ -90,32 +90,47 @@ func (r *recvPath) cancelAll(e *endpoint) {
 	}
 }
 
-// progress runs the endpoint's receive side: the progress hook of the
-// queues it is bound to. With no receive posted it returns after one
-// atomic load.
-func (e *endpoint) progress() {
+// progress runs the endpoint's receive side for the background progress:
+// it drains the sockets (drainProgress). With no receive posted it
+// returns after one atomic load.
+func (e *endpoint) progress() { e.runProgress(true) }
+
+// pollProgress is progress for an application's queue read: it receives
+// at most one datagram from each socket (pollProgress).
+func (e *endpoint) pollProgress() { e.runProgress(false) }
+
+func (e *endpoint) runProgress(drain bool) {
 	if e.posted.Load() == 0 || !e.enabled.Load() {
 		return
 	}
 	e.mu.Lock()
-	e.rx.progress(e)
+	e.rx.progress(e, drain)
 	e.mu.Unlock()
 }
 
 // progress fills posted receives from the endpoint's socket, then from
-// each joined group's, while receives are posted and datagrams wait.
-func (r *recvPath) progress(e *endpoint) {
+// each joined group's. With drain it goes on while receives are posted
+// and datagrams wait (the background progress, which would otherwise be
+// woken again for each datagram queued); without, it receives at most
+// one datagram from each socket, as C's provider does in each fi_cq_read.
+// An application that polls calls again soon, and a receive that found a
+// datagram would otherwise be followed by one that finds none before the
+// completion reaches the application: with two receives posted (C's and
+// Go's fi_pingpong post two for FI_EP_DGRAM), that second, empty
+// recvfrom(2) lay between every message and its answer (fi_pingpong udp
+// 64 B, 4 interleaved rounds: 2.58 against 2.28 us a message; C 2.14).
+func (r *recvPath) progress(e *endpoint, drain bool) {
 	if r.size == 0 || e.ref.Closed() {
 		return
 	}
-	for r.size > 0 && r.recvFrom(e, e.fd, 0) {
+	for r.size > 0 && r.recvFrom(e, e.fd, 0) && drain {
 	}
 	if gs := e.groups.Load(); gs != nil {
 		for _, g := range *gs {
 			if g == nil || g.fd < 0 {
 				continue
 			}
-			for r.size > 0 && r.recvFrom(e, g.fd, fi.FlagMulticast) {
+			for r.size > 0 && r.recvFrom(e, g.fd, fi.FlagMulticast) && drain {
 			}
 		}
 	}

@@ -38,7 +38,7 @@ func (s *epSet) wait(ctx context.Context) error {
 func (s *epSet) progress() {
 	for _, e := range s.Load() {
 		e.polls.Add(1)
-		e.progress()
+		e.pollProgress()
 	}
 }
 
