@@ -887,12 +887,17 @@ func (e *endpoint) PostRx(op kit.Op) error {
 	if op.Flags&fi.FlagMultiRecv != 0 && !r.tagged {
 		return e.postMulti(&r, &op)
 	}
-	for i := range e.unexp {
+	for i := 0; i < len(e.unexp); i++ {
 		u := &e.unexp[i]
-		if r.matches(u.tagged, u.tag, u.src) {
-			e.takeUnexp(i, &r)
-			return nil
+		if !r.matches(u.tagged, u.tag, u.src) {
+			continue
 		}
+		if e.dropIfGone(u) {
+			i = -1 // its connection's entries are gone: look again
+			continue
+		}
+		e.takeUnexp(i, &r)
+		return nil
 	}
 	// rx_attr.size receives of each kind, untagged and tagged, as C's
 	// rxm keeps two receive queues.
@@ -902,6 +907,32 @@ func (e *endpoint) PostRx(op kit.Op) error {
 	e.nrecv[boolIndex(r.tagged)]++
 	e.recvs = append(e.recvs, r)
 	return nil
+}
+
+// dropIfGone drops the connection of unexpected rendezvous request u
+// when the core says it has ended, and reports whether it did: its
+// entries then leave the unexpected list (dropConn). The core posts the
+// end on the connections' event queue, which progress reads only every
+// cmInterval (or at once while a connection is being set up), so a
+// receive posted in between would otherwise take a request whose data
+// can no longer be read, and fail with the connection's error, although
+// the peer hung up before the receive was posted. Eager and segmented
+// messages are whole or cut already: only rendezvous requests need the
+// peer still there. mu is held.
+func (e *endpoint) dropIfGone(u *unexpected) bool {
+	if !u.rndv || u.conn == nil || u.conn.closed {
+		return false
+	}
+	st, ok := u.conn.ep.(ep.Stater)
+	if !ok {
+		return false
+	}
+	switch st.CMState() {
+	case ep.CMShutdownLocal, ep.CMShutdownRemote, ep.CMDisconnected, ep.CMFailed, ep.CMClosed:
+		e.dropConn(u.conn, lostWith(u.conn))
+		return true
+	}
+	return false
 }
 
 // takeUnexp gives receive r unexpected message i: an eager one is

@@ -119,6 +119,10 @@ func (e *endpoint) postMulti(r *posted, op *kit.Op) error {
 			i++
 			continue
 		}
+		if e.dropIfGone(u) {
+			i = 0
+			continue
+		}
 		size := u.msgSize()
 		p := e.claim(r, size)
 		full := m.Full() // m may be released by take below
