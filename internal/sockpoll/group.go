@@ -76,7 +76,8 @@ type MemberConfig struct {
 type Group struct {
 	cfg GroupConfig
 	// epfd holds the members' sockets, edge-triggered; reads take its
-	// events with a zero-timeout epoll_wait. The goroutine sleeps on wpf,
+	// events with a zero-timeout epoll_wait (with a lone member they run
+	// its progress instead: solo). The goroutine sleeps on wpf,
 	// an epoll instance in the netpoller where epfd is registered only
 	// while the goroutine watches: while the application polls, an
 	// arriving message wakes no thread.
@@ -97,6 +98,10 @@ type Group struct {
 	// events taken before it, as if it had run it itself.
 	busyMu sync.Mutex
 	busy   atomic.Bool
+
+	// solo is the only member while there is exactly one (under mu):
+	// Poll then runs its progress directly instead of asking epfd.
+	solo atomic.Pointer[Member]
 
 	// mu guards the fields below.
 	mu      sync.Mutex
@@ -188,6 +193,7 @@ func (g *Group) Add(fd int, cfg MemberConfig) (*Member, error) {
 		return nil, err
 	}
 	g.members++
+	g.setSolo()
 	if !cfg.OnKick {
 		g.nauto.Add(1)
 	}
@@ -218,6 +224,7 @@ func (m *Member) Remove() <-chan struct{} {
 		g.untime(m)
 	}
 	g.members--
+	g.setSolo()
 	if !m.cfg.OnKick {
 		g.nauto.Add(-1)
 	}
@@ -228,6 +235,20 @@ func (m *Member) Remove() <-chan struct{} {
 	g.stop = nil
 	g.poke()
 	return g.done
+}
+
+// setSolo sets solo after the members changed (under mu).
+func (g *Group) setSolo() {
+	var solo *Member
+	if g.members == 1 {
+		for _, m := range g.slots {
+			if m != nil {
+				solo = m
+				break
+			}
+		}
+	}
+	g.solo.Store(solo)
 }
 
 // Pend queues the member for progress by the next Poll (and the goroutine,
@@ -343,16 +364,20 @@ func (g *Group) Poll() {
 		g.users.Add(-1)
 		return
 	}
-	var evs [groupEvents]unix.EpollEvent
-	for {
-		n := epollWait0(g.epfd, evs[:])
-		if n == 0 {
-			break
-		}
-		g.dispatch(evs[:n], true, false)
-		if n < len(evs) {
-			break
-		}
+	if m := g.solo.Load(); m != nil {
+		// One member (a connection alone in its domain, as in a
+		// ping-pong): its progress reads the socket at once, which
+		// finds nothing as cheaply as epoll_wait would, and when
+		// something is there saves that system call between the
+		// message and its answer (fi_pingpong tcp msg 64 B, 4
+		// interleaved rounds: 4.11 against 3.73 us a message; C 3.84).
+		// Its events stay in epfd's ready list: a later epoll_wait
+		// (another member joined, or the goroutine watching for a
+		// blocked reader) takes them, and the progress they cause
+		// finds nothing.
+		m.cfg.Progress()
+	} else {
+		g.pollEvents()
 	}
 	g.users.Add(-1)
 	if g.npend.Load() > 0 {
@@ -367,6 +392,21 @@ func (g *Group) Poll() {
 		g.busyMu.Lock()
 		//lint:ignore SA2001 waiting is the point
 		g.busyMu.Unlock()
+	}
+}
+
+// pollEvents takes the ready events and progresses their members.
+func (g *Group) pollEvents() {
+	var evs [groupEvents]unix.EpollEvent
+	for {
+		n := epollWait0(g.epfd, evs[:])
+		if n == 0 {
+			return
+		}
+		g.dispatch(evs[:n], true, false)
+		if n < len(evs) {
+			return
+		}
 	}
 }
 

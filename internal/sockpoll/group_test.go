@@ -19,19 +19,19 @@ type drainer struct {
 	fd   int
 	got  chan byte
 	runs atomic.Int64
+	buf  [16]byte
 }
 
 func newDrainer(fd int) *drainer { return &drainer{fd: fd, got: make(chan byte, 64)} }
 
 func (d *drainer) progress() {
 	d.runs.Add(1)
-	var buf [16]byte
 	for {
-		n, _ := unix.Read(d.fd, buf[:])
+		n, _ := unix.Read(d.fd, d.buf[:])
 		if n <= 0 {
 			return
 		}
-		for _, c := range buf[:n] {
+		for _, c := range d.buf[:n] {
 			d.got <- c
 		}
 	}
@@ -206,6 +206,21 @@ func TestGroupOnKick(t *testing.T) {
 	wantByte(t, d.got, 3, "the byte the goroutine left was not progressed by the next Poll")
 }
 
+// idleMember adds an idle member to g (so that a Poll asks epoll for
+// events instead of progressing a lone member) and returns its removal.
+func idleMember(t *testing.T, g *Group) func() {
+	t.Helper()
+	a, _ := pair(t)
+	m, err := g.Add(a, MemberConfig{Progress: func() {}, OnKick: true})
+	require.NoError(t, err)
+	settle(g)
+	return func() {
+		if done := m.Remove(); done != nil {
+			<-done
+		}
+	}
+}
+
 // Pend runs a member's progress without an event: in the next Poll, and
 // from the goroutine at once while it serves the member.
 func TestGroupPend(t *testing.T) {
@@ -213,6 +228,7 @@ func TestGroupPend(t *testing.T) {
 	var blocked atomic.Bool
 	g, m, d, _, remove := manualMember(t, &blocked)
 	defer remove()
+	defer idleMember(t, g)()
 	runs := d.runs.Load()
 	m.Pend()
 	m.Pend() // once is enough
@@ -279,7 +295,8 @@ func TestGroupDeadline(t *testing.T) {
 	}
 }
 
-// A Poll with nothing ready allocates nothing.
+// A Poll with nothing ready allocates nothing, with a lone member (whose
+// progress it runs) and with several (whose events it asks for).
 func TestGroupPollAllocs(t *testing.T) {
 	g := newGroup(t, nil)
 	a, _ := pair(t)
@@ -292,5 +309,51 @@ func TestGroupPollAllocs(t *testing.T) {
 		}
 	}()
 	settle(g)
-	require.Zero(t, testing.AllocsPerRun(1000, g.Poll))
+	require.Zero(t, testing.AllocsPerRun(1000, g.Poll), "one member")
+	defer idleMember(t, g)()
+	require.Zero(t, testing.AllocsPerRun(1000, g.Poll), "two members")
+}
+
+// With one member a Poll runs its progress whether or not its socket
+// raised an event (it reads the socket itself rather than ask epoll
+// first), and finds what arrived; with more members it progresses only
+// those with events again, and a lone member left behind is run again.
+func TestGroupSolo(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	g := newGroup(t, nil)
+	a, b := pair(t)
+	d := newDrainer(a)
+	m, err := g.Add(a, MemberConfig{Progress: d.progress, OnKick: true})
+	require.NoError(t, err)
+	defer func() {
+		if done := m.Remove(); done != nil {
+			<-done
+		}
+	}()
+	settle(g)
+	runs := d.runs.Load()
+	for range 5 {
+		g.Poll()
+	}
+	require.Equal(t, runs+5, d.runs.Load(), "a lone member is progressed at every Poll")
+	_, err = unix.Write(b, []byte{1})
+	require.NoError(t, err)
+	g.Poll()
+	wantByte(t, d.got, 1, "the Poll after the input did not deliver it")
+
+	removeIdle := idleMember(t, g)
+	runs = d.runs.Load()
+	for range 5 {
+		g.Poll()
+	}
+	require.Equal(t, runs, d.runs.Load(), "with two members an idle one is not progressed")
+	_, err = unix.Write(b, []byte{2})
+	require.NoError(t, err)
+	g.Poll()
+	wantByte(t, d.got, 2, "with two members, the Poll after the input did not deliver it")
+
+	removeIdle()
+	runs = d.runs.Load()
+	g.Poll()
+	require.Equal(t, runs+1, d.runs.Load(), "alone again, the member is progressed at every Poll")
 }
