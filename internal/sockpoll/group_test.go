@@ -357,3 +357,36 @@ func TestGroupSolo(t *testing.T) {
 	g.Poll()
 	require.Equal(t, runs+1, d.runs.Load(), "alone again, the member is progressed at every Poll")
 }
+
+// A lone member whose Waits says it waits for its socket's events is
+// progressed on them only, as in a larger group, and at every Poll again
+// once it no longer waits.
+func TestGroupSoloWaits(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	g := newGroup(t, nil)
+	a, b := pair(t)
+	d := newDrainer(a)
+	var waits atomic.Bool
+	waits.Store(true)
+	m, err := g.Add(a, MemberConfig{Progress: d.progress, OnKick: true, Waits: waits.Load})
+	require.NoError(t, err)
+	defer func() {
+		if done := m.Remove(); done != nil {
+			<-done
+		}
+	}()
+	settle(g)
+	runs := d.runs.Load()
+	for range 5 {
+		g.Poll()
+	}
+	require.Equal(t, runs, d.runs.Load(), "a waiting lone member was progressed without an event")
+	_, err = unix.Write(b, []byte{1})
+	require.NoError(t, err)
+	g.Poll()
+	wantByte(t, d.got, 1, "a waiting lone member was not progressed for its event")
+	waits.Store(false)
+	runs = d.runs.Load()
+	g.Poll()
+	require.Equal(t, runs+1, d.runs.Load(), "a lone member that no longer waits is progressed at every Poll")
+}

@@ -46,6 +46,7 @@ type endpoint struct {
 	closing     atomic.Bool
 	recvStalled atomic.Bool   // the receive side waits for a posted buffer or tx room
 	sendBlocked atomic.Bool   // queued sends wait for room in the socket
+	streams     atomic.Bool   // messages stream in: the socket ran dry within the last (waits)
 	cmMu        sync.Mutex    // guards the CM fields below
 	localName   []byte        // SetName's address, or nil
 	peerName    []byte        // the peer's address once known

@@ -146,6 +146,7 @@ func (d *domain) join(e *endpoint, fd int) (*sockpoll.Member, error) {
 		OnKick:   e.dp.dyn != nil,
 		Blocked:  e.blocked,
 		Deadline: e.stallDeadline,
+		Waits:    e.waits,
 	})
 	if err != nil {
 		return nil, err
