@@ -368,6 +368,17 @@ func (r *ring[T]) grow(n int) {
 	r.buf, r.head = buf, 0
 }
 
+// add appends a zero entry and returns it, to be filled in place.
+func (r *ring[T]) add() *T {
+	r.grow(r.n + 1)
+	i := r.head + r.n
+	if i >= len(r.buf) {
+		i -= len(r.buf)
+	}
+	r.n++
+	return &r.buf[i]
+}
+
 func (r *ring[T]) push(v T) {
 	r.grow(r.n + 1)
 	i := r.head + r.n
