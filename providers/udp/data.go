@@ -147,10 +147,29 @@ func (e *endpoint) postRecv(x *rxEntry) error {
 		e.mu.Unlock()
 		return err
 	}
+	return e.posted1()
+}
+
+// postRecv1 is postRecv of a receive of one buffer (fi_recv).
+func (e *endpoint) postRecv1(buf []byte, ctx any, report bool) error {
+	if err := e.ready(); err != nil {
+		return err
+	}
+	e.mu.Lock()
+	if err := e.rx.post1(buf, ctx, report); err != nil {
+		e.mu.Unlock()
+		return err
+	}
+	return e.posted1()
+}
+
+// posted1 counts a receive just posted, lets mu go and wakes the
+// background progress if it sleeps for want of one.
+func (e *endpoint) posted1() error {
 	first := e.posted.Add(1) == 1
 	e.mu.Unlock()
 	if first {
-		e.auto.Want() // the background progress may sleep for want of a receive
+		e.auto.Want()
 	}
 	return nil
 }

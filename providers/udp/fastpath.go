@@ -27,7 +27,5 @@ func (e *endpoint) Recv(buf []byte, desc any, src fi.Addr, ctx any) error {
 	if e.MsgOps.RxFlags&^rxOpFlags != 0 {
 		return fi.EBADFLAGS
 	}
-	x := rxEntry{ctx: ctx, report: !e.RxSel || e.MsgOps.RxFlags&fi.FlagCompletion != 0, niov: 1, size: len(buf)}
-	x.iov[0] = buf
-	return e.postRecv(&x)
+	return e.postRecv1(buf, ctx, !e.RxSel || e.MsgOps.RxFlags&fi.FlagCompletion != 0)
 }

@@ -50,6 +50,20 @@ func (r *recvPath) post(x *rxEntry) error {
 	return nil
 }
 
+// post1 queues a receive of one buffer, written in its slot (fi_recv's
+// path, which post's copy of a whole entry would cost); bare fi.EAGAIN
+// when queueSize are posted.
+func (r *recvPath) post1(buf []byte, ctx any, report bool) error {
+	if r.size == queueSize {
+		return fi.EAGAIN
+	}
+	x := &r.ring[(r.head+r.size)%queueSize]
+	x.niov, x.size, x.report, x.ctx = 1, len(buf), report, ctx
+	x.iov[0] = buf
+	r.size++
+	return nil
+}
+
 // pop removes the oldest receive into x.
 func (r *recvPath) pop(x *rxEntry) {
 	*x = r.ring[r.head]
@@ -73,7 +87,7 @@ func (r *recvPath) cancel(e *endpoint, ctx any) bool {
 		r.ring[(r.head+r.size-1)%queueSize] = rxEntry{}
 		r.size--
 		e.posted.Add(-1)
-		e.failRecv(&x, fi.ECANCELED, 0, 0)
+		e.failRecv(x.ctx, fi.ECANCELED, 0, 0)
 		return true
 	}
 	return false
@@ -86,7 +100,7 @@ func (r *recvPath) cancelAll(e *endpoint) {
 	for r.size > 0 {
 		r.pop(&x)
 		e.posted.Add(-1)
-		e.failRecv(&x, fi.ECANCELED, 0, 0)
+		e.failRecv(x.ctx, fi.ECANCELED, 0, 0)
 	}
 }
 
@@ -144,21 +158,25 @@ func (r *recvPath) recvFrom(e *endpoint, fd int, flags fi.Flags) bool {
 	if err == unix.EAGAIN {
 		return false
 	}
-	var done rxEntry
-	r.pop(&done)
+	// The slot is released where it is (pop would copy the entry out).
+	ctx, report, size := x.ctx, x.report, x.size
+	clear(x.iov[:x.niov])
+	x.ctx = nil
+	r.head = (r.head + 1) % queueSize
+	r.size--
 	e.posted.Add(-1)
 	switch {
 	case err != nil:
-		e.failRecv(&done, errnoOf(err), 0, 0)
-	case n > done.size:
-		e.failRecv(&done, fi.ETRUNC, done.size, n-done.size)
+		e.failRecv(ctx, errnoOf(err), 0, 0)
+	case n > size:
+		e.failRecv(ctx, fi.ETRUNC, size, n-size)
 	default:
-		if done.report && e.RxCQ != nil {
+		if report && e.RxCQ != nil {
 			src := fi.AddrUnspec
 			if e.info.Caps&fi.CapSource != 0 {
 				src = r.source(e, name)
 			}
-			_ = e.RxCQ.CompleteOverflow(eq.Completion{Context: done.ctx, Flags: fi.FlagRecv | fi.FlagMsg | flags, Len: n}, src)
+			_ = e.RxCQ.CompleteOverflow(eq.Completion{Context: ctx, Flags: fi.FlagRecv | fi.FlagMsg | flags, Len: n}, src)
 		}
 	}
 	return true
@@ -180,8 +198,8 @@ func (r *recvPath) source(e *endpoint, name []byte) fi.Addr {
 
 // failRecv queues an error entry for a receive: code, with the bytes
 // placed and lost for fi.ETRUNC.
-func (e *endpoint) failRecv(x *rxEntry, code fi.Errno, n, olen int) {
+func (e *endpoint) failRecv(ctx any, code fi.Errno, n, olen int) {
 	if e.RxCQ != nil {
-		_ = e.RxCQ.CompleteErr(&eq.CQError{Context: x.ctx, Flags: fi.FlagRecv | fi.FlagMsg, Len: n, OLen: olen, Err: code})
+		_ = e.RxCQ.CompleteErr(&eq.CQError{Context: ctx, Flags: fi.FlagRecv | fi.FlagMsg, Len: n, OLen: olen, Err: code})
 	}
 }
