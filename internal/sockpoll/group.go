@@ -23,6 +23,8 @@ import (
 // costs one epoll_wait with a zero timeout and the progress of the
 // endpoints that are ready or have work of their own, however many idle
 // ones the group has; a socket costs the group no descriptor of its own.
+// A lone member is progressed at every read instead, without the
+// epoll_wait, unless it waits for its events (MemberConfig.Waits).
 //
 // An endpoint's progress must take every event it is run for: read until
 // the socket has nothing more (a read that took less than it asked for

@@ -208,6 +208,12 @@
 // receive side that waited for transmit room, a stall watch due), so that
 // a busy-polling application pays one system call per look, however many
 // idle connections are bound, and no thread wakes for an arriving message.
+// A connection alone in its domain (a ping-pong's) is read at once instead,
+// without asking epoll first, which saves a message and its answer that
+// system call; not while its sends wait for room or its messages stream in
+// (the socket ran dry within the last one), when reading at every look
+// would take the socket's lock often enough to slow the stream, and not
+// the connections of a layer above (rxm's, in dynamic receive mode).
 // When the application stopped reading its queues (the goroutine looks
 // whether it still does a millisecond after it last looked, then less and
 // less often, up to 16 ms apart, while it keeps reading: each look wakes a

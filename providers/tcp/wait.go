@@ -141,12 +141,24 @@ func (d *domain) join(e *endpoint, fd int) (*sockpoll.Member, error) {
 	// its connections, progress data manually, as C's rxm entries say
 	// (FI_PROGRESS_MANUAL): the goroutine serves them only while a reader
 	// blocks, and a layer that busy-polls is never woken for.
+	//
+	// Those are also never read at every queue read when alone in their
+	// domain (sockpoll's lone member): they wait for their events, as
+	// before that path existed. Run at every read, their progress
+	// disturbed the layer's blocking waits (gofabric-fi's
+	// TestWaitFDFromC over tcp;ofi_rxm: an fi_trywait loop saw
+	// allocations, or a poll woke once without a completion, in 2 of 15
+	// runs; none in 30 this way).
+	waits := e.waits
+	if e.dp.dyn != nil {
+		waits = func() bool { return true }
+	}
 	m, err := p.g.Add(fd, sockpoll.MemberConfig{
 		Progress: e.progress,
 		OnKick:   e.dp.dyn != nil,
 		Blocked:  e.blocked,
 		Deadline: e.stallDeadline,
-		Waits:    e.waits,
+		Waits:    waits,
 	})
 	if err != nil {
 		return nil, err
