@@ -221,6 +221,24 @@ func idleMember(t *testing.T, g *Group) func() {
 	}
 }
 
+// drainedMember adds one end of a new socket pair to g as a member with
+// OnKick whose progress is a drainer, and waits (nil or cfg's), and lets g
+// settle. It returns the drainer, the pair's other end, and the member's
+// removal, which the test defers (before its leak check).
+func drainedMember(t *testing.T, g *Group, waits func() bool) (*drainer, int, func()) {
+	t.Helper()
+	a, b := pair(t)
+	d := newDrainer(a)
+	m, err := g.Add(a, MemberConfig{Progress: d.progress, OnKick: true, Waits: waits})
+	require.NoError(t, err)
+	settle(g)
+	return d, b, func() {
+		if done := m.Remove(); done != nil {
+			<-done
+		}
+	}
+}
+
 // Pend runs a member's progress without an event: in the next Poll, and
 // from the goroutine at once while it serves the member.
 func TestGroupPend(t *testing.T) {
@@ -299,16 +317,8 @@ func TestGroupDeadline(t *testing.T) {
 // progress it runs) and with several (whose events it asks for).
 func TestGroupPollAllocs(t *testing.T) {
 	g := newGroup(t, nil)
-	a, _ := pair(t)
-	d := newDrainer(a)
-	m, err := g.Add(a, MemberConfig{Progress: d.progress, OnKick: true})
-	require.NoError(t, err)
-	defer func() {
-		if done := m.Remove(); done != nil {
-			<-done
-		}
-	}()
-	settle(g)
+	_, _, remove := drainedMember(t, g, nil)
+	defer remove()
 	require.Zero(t, testing.AllocsPerRun(1000, g.Poll), "one member")
 	defer idleMember(t, g)()
 	require.Zero(t, testing.AllocsPerRun(1000, g.Poll), "two members")
@@ -321,22 +331,14 @@ func TestGroupPollAllocs(t *testing.T) {
 func TestGroupSolo(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	g := newGroup(t, nil)
-	a, b := pair(t)
-	d := newDrainer(a)
-	m, err := g.Add(a, MemberConfig{Progress: d.progress, OnKick: true})
-	require.NoError(t, err)
-	defer func() {
-		if done := m.Remove(); done != nil {
-			<-done
-		}
-	}()
-	settle(g)
+	d, b, remove := drainedMember(t, g, nil)
+	defer remove()
 	runs := d.runs.Load()
 	for range 5 {
 		g.Poll()
 	}
 	require.Equal(t, runs+5, d.runs.Load(), "a lone member is progressed at every Poll")
-	_, err = unix.Write(b, []byte{1})
+	_, err := unix.Write(b, []byte{1})
 	require.NoError(t, err)
 	g.Poll()
 	wantByte(t, d.got, 1, "the Poll after the input did not deliver it")
@@ -364,24 +366,16 @@ func TestGroupSolo(t *testing.T) {
 func TestGroupSoloWaits(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	g := newGroup(t, nil)
-	a, b := pair(t)
-	d := newDrainer(a)
 	var waits atomic.Bool
 	waits.Store(true)
-	m, err := g.Add(a, MemberConfig{Progress: d.progress, OnKick: true, Waits: waits.Load})
-	require.NoError(t, err)
-	defer func() {
-		if done := m.Remove(); done != nil {
-			<-done
-		}
-	}()
-	settle(g)
+	d, b, remove := drainedMember(t, g, waits.Load)
+	defer remove()
 	runs := d.runs.Load()
 	for range 5 {
 		g.Poll()
 	}
 	require.Equal(t, runs, d.runs.Load(), "a waiting lone member was progressed without an event")
-	_, err = unix.Write(b, []byte{1})
+	_, err := unix.Write(b, []byte{1})
 	require.NoError(t, err)
 	g.Poll()
 	wantByte(t, d.got, 1, "a waiting lone member was not progressed for its event")
