@@ -379,15 +379,7 @@ func (r *ring[T]) add() *T {
 	return &r.buf[i]
 }
 
-func (r *ring[T]) push(v T) {
-	r.grow(r.n + 1)
-	i := r.head + r.n
-	if i >= len(r.buf) {
-		i -= len(r.buf)
-	}
-	r.buf[i] = v
-	r.n++
-}
+func (r *ring[T]) push(v T) { *r.add() = v }
 
 // front returns the oldest entry; the ring must not be empty.
 func (r *ring[T]) front() *T { return &r.buf[r.head] }

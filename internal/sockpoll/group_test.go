@@ -163,16 +163,8 @@ func TestGroupAuto(t *testing.T) {
 func manualMember(t *testing.T, blocked *atomic.Bool) (*Group, *Member, *drainer, int, func()) {
 	t.Helper()
 	g := newGroup(t, blocked.Load)
-	a, b := pair(t)
-	d := newDrainer(a)
-	m, err := g.Add(a, MemberConfig{Progress: d.progress, OnKick: true, Blocked: blocked.Load})
-	require.NoError(t, err)
-	settle(g)
-	return g, m, d, b, func() {
-		if done := m.Remove(); done != nil {
-			<-done
-		}
-	}
+	m, d, b, remove := drainedMember(t, g, MemberConfig{OnKick: true, Blocked: blocked.Load})
+	return g, m, d, b, remove
 }
 
 // A member with OnKick is served by the goroutine only while a reader of
@@ -221,18 +213,19 @@ func idleMember(t *testing.T, g *Group) func() {
 	}
 }
 
-// drainedMember adds one end of a new socket pair to g as a member with
-// OnKick whose progress is a drainer, and waits (nil or cfg's), and lets g
-// settle. It returns the drainer, the pair's other end, and the member's
+// drainedMember adds one end of a new socket pair to g as a member of
+// configuration cfg whose progress is a drainer, and lets g settle. It
+// returns the member, the drainer, the pair's other end, and the member's
 // removal, which the test defers (before its leak check).
-func drainedMember(t *testing.T, g *Group, waits func() bool) (*drainer, int, func()) {
+func drainedMember(t *testing.T, g *Group, cfg MemberConfig) (*Member, *drainer, int, func()) {
 	t.Helper()
 	a, b := pair(t)
 	d := newDrainer(a)
-	m, err := g.Add(a, MemberConfig{Progress: d.progress, OnKick: true, Waits: waits})
+	cfg.Progress = d.progress
+	m, err := g.Add(a, cfg)
 	require.NoError(t, err)
 	settle(g)
-	return d, b, func() {
+	return m, d, b, func() {
 		if done := m.Remove(); done != nil {
 			<-done
 		}
@@ -317,7 +310,7 @@ func TestGroupDeadline(t *testing.T) {
 // progress it runs) and with several (whose events it asks for).
 func TestGroupPollAllocs(t *testing.T) {
 	g := newGroup(t, nil)
-	_, _, remove := drainedMember(t, g, nil)
+	_, _, _, remove := drainedMember(t, g, MemberConfig{OnKick: true})
 	defer remove()
 	require.Zero(t, testing.AllocsPerRun(1000, g.Poll), "one member")
 	defer idleMember(t, g)()
@@ -331,7 +324,7 @@ func TestGroupPollAllocs(t *testing.T) {
 func TestGroupSolo(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	g := newGroup(t, nil)
-	d, b, remove := drainedMember(t, g, nil)
+	_, d, b, remove := drainedMember(t, g, MemberConfig{OnKick: true})
 	defer remove()
 	runs := d.runs.Load()
 	for range 5 {
@@ -368,7 +361,7 @@ func TestGroupSoloWaits(t *testing.T) {
 	g := newGroup(t, nil)
 	var waits atomic.Bool
 	waits.Store(true)
-	d, b, remove := drainedMember(t, g, waits.Load)
+	_, d, b, remove := drainedMember(t, g, MemberConfig{OnKick: true, Waits: waits.Load})
 	defer remove()
 	runs := d.runs.Load()
 	for range 5 {

@@ -105,14 +105,15 @@ func (r *recvPath) cancelAll(e *endpoint) {
 }
 
 // progress runs the endpoint's receive side for the background progress:
-// it drains the sockets (drainProgress). With no receive posted it
+// it drains the sockets (recvPath.progress). With no receive posted it
 // returns after one atomic load.
 func (e *endpoint) progress() { e.runProgress(true) }
 
 // pollProgress is progress for an application's queue read: it receives
-// at most one datagram from each socket (pollProgress).
+// at most one datagram from each socket.
 func (e *endpoint) pollProgress() { e.runProgress(false) }
 
+// runProgress is progress and pollProgress, draining or not.
 func (e *endpoint) runProgress(drain bool) {
 	if e.posted.Load() == 0 || !e.enabled.Load() {
 		return
@@ -154,7 +155,8 @@ func (r *recvPath) progress(e *endpoint, drain bool) {
 // and completes it; false when fd has none.
 func (r *recvPath) recvFrom(e *endpoint, fd int, flags fi.Flags) bool {
 	x := &r.ring[r.head]
-	n, name, err := r.msg.recv(fd, x.iov[:x.niov], e.info.Caps&fi.CapSource != 0)
+	withSource := e.info.Caps&fi.CapSource != 0
+	n, name, err := r.msg.recv(fd, x.iov[:x.niov], withSource)
 	if err == unix.EAGAIN {
 		return false
 	}
@@ -173,7 +175,7 @@ func (r *recvPath) recvFrom(e *endpoint, fd int, flags fi.Flags) bool {
 	default:
 		if report && e.RxCQ != nil {
 			src := fi.AddrUnspec
-			if e.info.Caps&fi.CapSource != 0 {
+			if withSource {
 				src = r.source(e, name)
 			}
 			_ = e.RxCQ.CompleteOverflow(eq.Completion{Context: ctx, Flags: fi.FlagRecv | fi.FlagMsg | flags, Len: n}, src)
