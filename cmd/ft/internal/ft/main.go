@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -110,7 +111,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		err = p.setup(s)
 	}
 	if err == nil {
-		err = p.run(s)
+		err = s.runLocked(p)
 	}
 	// As in C, a failing close is reported but does not change the
 	// status.
@@ -121,6 +122,21 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		printErr(stderr, display, err)
 	}
 	return exitStatus(err)
+}
+
+// runLocked runs the program, on one thread when it busy-polls
+// (CompSpin). The runtime preempts a goroutine that has run for 10 ms; with
+// a processor idle, it may resume the goroutine on another thread, which
+// the kernel can wake on the CPU where the peer polls, and the two then
+// share that CPU for milliseconds (cmd/fi_pingpong's loop, which does the
+// same, says more). A program that blocks in its waits keeps the runtime's
+// freedom: a locked thread would cost a thread switch at every wake-up.
+func (s *Session) runLocked(p *program) error {
+	if s.opts.CompMethod == CompSpin {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+	}
+	return p.run(s)
 }
 
 // topUsage lists the programs.
