@@ -219,7 +219,8 @@ func pingpong(o *Options, t Transport, pat *Pattern, tx, rx []byte) (count int, 
 	// shared one CPU in slices of milliseconds for 20 ms while the other
 	// sat idle. In 12 runs of 20,000 round trips, the blocks of 100 that
 	// took over twice the median added 3 to 27% to the run, once 49%;
-	// locked, 0 to 5%. C's tool has one thread, which stays where it is.
+	// locked, 0 to 5%. C's tool runs on one thread: there is no other
+	// thread to resume it.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	start := time.Now()
