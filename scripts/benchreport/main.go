@@ -5,7 +5,8 @@
 // It runs, from the repository root:
 //   - scripts/bench-compare.sh (fi_pingpong, Go and C interleaved) for
 //     tcp msg, tcp rdm, shm rdm at 64 B, 4 KiB, 64 KiB and 1 MiB, and
-//     udp dgram at 64 B and 1 KiB;
+//     udp dgram at 64 B and 1 KiB, and for udp also scripts/udpfloor
+//     (the same system calls in Go and in C, without a fabric library);
 //   - scripts/bench-compare.sh bw (fabtests' streaming benchmarks);
 //   - the Go scale benchmarks (providers/tcp, providers/shm:
 //     CQReadIdleConns, PerEndpoint, ConnectPairs) and their C counterpart,
@@ -222,7 +223,56 @@ func pingpong(c *config, tmp string, md *bytes.Buffer, plotRef func(string) stri
 			return err
 		}
 		fmt.Fprintf(md, "\n![%s latency](%s) ![%s bandwidth](%s)\n\n", name, plotRef("lat-"+name+".svg"), name, plotRef("bw-"+name+".svg"))
+		if pc.prov == "udp" {
+			if err := udpFloor(c, tmp, md, rows); err != nil {
+				failed(md, "udp floor", err)
+			}
+		}
 	}
+	return nil
+}
+
+// udpFloor runs scripts/udpfloor, Go's and C's, through bench-compare.sh
+// at the udp sizes, and writes its table under udp's: the same system
+// calls in both languages with no fabric library, so that the part of
+// udp's Go/C ratio that the language runtime costs shows apart from the
+// libraries' own (fabric, the fi_pingpong rows above).
+func udpFloor(c *config, tmp string, md *bytes.Buffer, fabric []pingRow) error {
+	gobin, cbin := filepath.Join(tmp, "udpfloor-go"), filepath.Join(tmp, "udpfloor-c")
+	if err := sh("go", "build", "-o", gobin, "./scripts/udpfloor"); err != nil {
+		return err
+	}
+	if err := sh("gcc", "-O2", "-Wall", "-o", cbin, "scripts/udpfloor/c/udpfloor.c"); err != nil {
+		return err
+	}
+	args := []string{"-p", "udp", "-e", "dgram", "-s", c.udpSizes, "-r", strconv.Itoa(c.rounds), "-q", strconv.Itoa(c.quiet), "-C", cbin, "-G", gobin}
+	if c.iters != "" {
+		args = append(args, "-I", c.iters)
+	}
+	out, err := capture(nil, "scripts/bench-compare.sh", args...)
+	if err != nil {
+		return err
+	}
+	rows := parsePing(out)
+	if len(rows) == 0 {
+		return fmt.Errorf("bench-compare.sh %s: no result rows in:\n%s", strings.Join(args, " "), out)
+	}
+	md.WriteString("#### udp: the system calls alone (`scripts/udpfloor`)\n\n" +
+		"The same ping-pong made of system calls alone, those the udp providers make for it (`sendto`, then a receive on a non-blocking socket until the answer is there: `recvfrom` here and in gofabric, `recvmsg` in libfabric), in Go (`scripts/udpfloor`, raw system calls, the loop's thread locked as in `fi_pingpong`) and in C (`scripts/udpfloor/c/udpfloor.c`), with no fabric library, run by `bench-compare.sh` the same way. " +
+		"Their ratio is what the language and its runtime cost on this machine for identical kernel work; udp's `fi_pingpong` ratio above includes it. " +
+		"*Above the floor* is each library's time per message beyond its language's floor (medians of separate runs, so a rough figure).\n\n")
+	md.WriteString("| size | Go usec | C usec | Go/C | Go spread | C spread | above the floor: gofabric | above the floor: libfabric |\n|---|---|---|---|---|---|---|---|\n")
+	for _, r := range rows {
+		goAbove, cAbove := "-", "-"
+		for _, f := range fabric {
+			if f.size == r.size {
+				goAbove, cAbove = f2(f.goLat.med-r.goLat.med), f2(f.cLat.med-r.cLat.med)
+			}
+		}
+		fmt.Fprintf(md, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", sizeName(r.size),
+			f2(r.goLat.med), f2(r.cLat.med), r.latRatio, spread(r.goLat), spread(r.cLat), goAbove, cAbove)
+	}
+	md.WriteString("\n")
 	return nil
 }
 
