@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -123,4 +124,28 @@ func TestBadOptions(t *testing.T) {
 	} {
 		require.Error(t, run(args, &bytes.Buffer{}), "%v", args)
 	}
+}
+
+// c/inproc.c, the C counterpart of providers/udp's in-process benchmark,
+// builds against C libfabric and prints a Go benchmark line.
+func TestCInProc(t *testing.T) {
+	gcc := reftest.Tool(t, "gcc", "gcc")
+	if _, err := os.Stat("/usr/include/rdma/fabric.h"); err != nil {
+		reftest.Missing(t, "C libfabric's headers (Debian package libfabric-dev) not installed: %v", err)
+	}
+	bin := filepath.Join(t.TempDir(), "inproc")
+	out, err := exec.Command(gcc, "-O2", "-Wall", "-Werror", "-o", bin, "c/inproc.c", "-lfabric").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	cmd := exec.Command(bin, "1000")
+	cmd.Env = append(os.Environ(), "FI_PROVIDER=udp")
+	out, err = cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	f := strings.Fields(string(out))
+	require.Len(t, f, 4, "%s", out)
+	require.Equal(t, "BenchmarkCInProcPingPong/posted=2", f[0])
+	require.Equal(t, "1000", f[1])
+	ns, err := strconv.ParseFloat(f[2], 64)
+	require.NoError(t, err)
+	require.Greater(t, ns, 0.0)
+	require.Equal(t, "ns/op", f[3])
 }
