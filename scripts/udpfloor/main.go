@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command udpfloor is the floor under the udp comparison of
 // scripts/bench-compare.sh: a ping-pong of datagrams over loopback made of
 // system calls alone, those the udp providers make for one: sendto(2), then
