@@ -364,6 +364,14 @@ func TestPeekClientRefused(t *testing.T) {
 	}
 }
 
+// badPeerTimeout is the Go side's --timeout against a misbehaving C peer:
+// it bounds a hang, and the failures these tests expect come as soon as
+// the peer's message does. It must also cover the C peer's start, which
+// on a loaded machine is slow (C libfabric loads every provider at its
+// first fi_getinfo): 5 s ran out once under the race-enabled suite on two
+// busy vCPUs, the Go server "waiting for the client's address".
+const badPeerTimeout = "30"
+
 // TestFunctionalBadPeer runs a Go side against a C peer that sends what
 // the Go side does not expect: it must fail with the status and reason
 // given, within its timeout, without a panic.
@@ -416,7 +424,7 @@ func TestFunctionalBadPeer(t *testing.T) {
 				}
 				return out
 			}
-			srvArgs := append([]string{"-p", "tcp", "-s", "127.0.0.1", "-B", port, "--timeout", "5"}, fix(tt.srv)...)
+			srvArgs := append([]string{"-p", "tcp", "-s", "127.0.0.1", "-B", port, "--timeout", badPeerTimeout}, fix(tt.srv)...)
 			srv := startPeer(t, "go", "server", tt.prog, srvArgs...)
 			if slices.ContainsFunc(tt.srv, func(a string) bool { return strings.Contains(a, oobPlaceholder) }) {
 				waitListening(t, srv, oob)
@@ -477,7 +485,7 @@ func TestCMDataBadPeer(t *testing.T) {
 	fabtestsBin(t)
 	t.Parallel()
 	port, sync := freePort(t), freePort(t)
-	srv := startPeer(t, "go", "server", "cm_data", "-p", "tcp", "-s", "127.0.0.1", "-B", port, "-q", sync, "--timeout", "5")
+	srv := startPeer(t, "go", "server", "cm_data", "-p", "tcp", "-s", "127.0.0.1", "-B", port, "-q", sync, "--timeout", badPeerTimeout)
 	waitListening(t, srv, sync)
 	c, err := net.Dial("tcp", "127.0.0.1:"+sync)
 	require.NoError(t, err)
