@@ -115,6 +115,7 @@ func run(args []string, stdout io.Writer) error {
 
 	p := &pinger{fd: fd, peer: peer, buf: make([]byte, max(*size, 2048)), size: *size}
 	runtime.LockOSThread() // as fi_pingpong's timed loop does
+	defer runtime.UnlockOSThread()
 	if err := p.loop(warmup, client); err != nil {
 		return err
 	}
@@ -123,7 +124,6 @@ func run(args []string, stdout io.Writer) error {
 		return err
 	}
 	elapsed := time.Since(start)
-	runtime.UnlockOSThread()
 	if client {
 		us := float64(elapsed.Microseconds())
 		fmt.Fprintf(stdout, "%-8s%-8s%-9s%-12s%-11s%-11s%-12s%s\n", "bytes", "#sent", "#ack", "total", "time", "MB/sec", "usec/xfer", "Mxfers/sec")
