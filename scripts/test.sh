@@ -23,7 +23,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 STATICCHECK_VERSION=v0.8.2
-step() { printf '\n=== %s\n' "$*"; }
+step() { printf '\n=== %s (%s)\n' "$*" "$(date -u +%T)"; }
 strict() { case "${GOFABRIC_STRICT:-}" in 1 | t | T | true | TRUE | True) return 0 ;; esac; return 1; }
 # missing WHAT: skips the piece with a message, or fails under GOFABRIC_STRICT.
 missing() {
@@ -155,12 +155,13 @@ else
 		go test -race -tags verbs -count=1 -run TestVerbsFromC -exec "$vmexec -e GOFABRIC_FI_VERBS_DIR=$gfi_dir -s $gfi_dir" ./cmd/gofabric-fi/
 		rm -rf "$gfi_dir"
 		# libfabric's C fabtests against cmd/ft over verbs (MSG): the guest
-		# gets FABTESTS_BIN at the same path. Under TCG on a slower host
-		# (an AMD EPYC VM, 2026-11-29) these pairs ran past go test's
-		# default 10-minute limit, where the whole CI had taken 22-24
-		# minutes on the Intel Xeon hosts before.
+		# gets FABTESTS_BIN at the same path, and 4 GiB, for the pairs
+		# run two at a time and a C pingpong takes 1 GiB (see
+		# TestVerbsInterop). Under TCG on a slower host (an AMD EPYC VM,
+		# 2026-11-29) they took 650 s one at a time, past go test's
+		# default 10-minute limit.
 		if [ -n "${FABTESTS_BIN:-}" ] && [ -d "$FABTESTS_BIN" ]; then
-			go test -race -tags verbs -count=1 -timeout 25m -run TestVerbsInterop -exec "$vmexec -e FABTESTS_BIN -s $FABTESTS_BIN" ./cmd/ft/internal/ft/
+			go test -race -tags verbs -count=1 -timeout 25m -run TestVerbsInterop -exec "$vmexec -m 4096 -e FABTESTS_BIN -s $FABTESTS_BIN" ./cmd/ft/internal/ft/
 		else
 			missing "cmd/ft's verbs pairs with libfabric's C fabtests: FABTESTS_BIN does not name their bin/ (.ci/run builds them)"
 		fi
@@ -185,3 +186,5 @@ for target in ./fi:FuzzParseAddr ./internal/getopt:FuzzParse ./providers/tcp:Fuz
 	pkg=${target%%:*} fn=${target##*:}
 	go test -run='^$' -fuzz="^${fn}\$" -fuzztime="${FUZZTIME:-100000x}" "$pkg"
 done
+
+step "all passed"

@@ -76,6 +76,11 @@
 //     CONTEXT, to see each receive's length; the data buffers hold one
 //     message each way, not a window of them (the pingpongs use the first
 //     only);
+//   - a client of a MSG program with -E or -b retries a connect that
+//     nothing listened to (eq.ReasonNoListener), with a line on stderr,
+//     within its wait limit: C's server accepts the out-of-band
+//     connection before it listens, so a quick client can come too
+//     early; C's client gives up there;
 //   - a counter's error count rising fails the wait (C keeps waiting);
 //   - rdm_atomic asks the endpoint's valid queries (fi_atomicvalid and
 //     its fetch and compare forms) whether it supports a pair, without

@@ -2,6 +2,7 @@ package ft
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"time"
 
@@ -587,6 +588,7 @@ func (s *Session) clientConnect() error {
 	if err := s.openFabricRes(); err != nil {
 		return err
 	}
+	seqs := [4]uint64{s.txSeq, s.rxSeq, s.txCQCntr, s.rxCQCntr}
 	if err := s.allocActiveRes(); err != nil {
 		return err
 	}
@@ -600,10 +602,77 @@ func (s *Session) clientConnect() error {
 		return errors.WithHint(errors.Wrap(fi.EINVAL, "fi_connect: no server address (fi_info.dest_addr is empty)"),
 			"with -E or -b a connecting client needs -s <its own address> to look the server up by its address")
 	}
-	if err := s.cm.Connect(s.info.DestAddr, nil); err != nil {
-		return callErr("fi_connect", err)
+	start := time.Now()
+	for wait := firstConnectWait; ; wait = min(2*wait, 500*time.Millisecond) {
+		if err := s.cm.Connect(s.info.DestAddr, nil); err != nil {
+			return callErr("fi_connect", err)
+		}
+		err := s.completeConnect()
+		if err == nil || !s.retryRefused(err, start, wait) {
+			return err
+		}
+		s.txSeq, s.rxSeq, s.txCQCntr, s.rxCQCntr = seqs[0], seqs[1], seqs[2], seqs[3]
+		if err := s.reopenActiveRes(); err != nil {
+			return err
+		}
 	}
-	return s.completeConnect()
+}
+
+// firstConnectWait is the pause before a refused connect's first retry
+// (retryRefused); each next one doubles it, up to half a second.
+const firstConnectWait = 10 * time.Millisecond
+
+// retryRefused reports whether a connect that ended in err is tried
+// again, after a pause of wait: only when nothing listened at the
+// server's address yet, the out-of-band socket is in use, and the
+// program's limit has not run out. fabtests' server (ft_start_server)
+// accepts the out-of-band connection before it opens its passive
+// endpoint, so a client can reach the server's address before its
+// fi_listen; C's client rarely does, because its fi_getinfo loads every
+// provider first, but ft's can (seen over verbs on a slow guest: the
+// connection manager answers "nothing listening"). C's client would fail
+// there; ft waits for the listen instead of losing the race.
+func (s *Session) retryRefused(err error, start time.Time, wait time.Duration) bool {
+	var e *eq.EQError
+	if s.opts.Flags&OptOOBCtrl == 0 || !errors.As(err, &e) || e.Reason != eq.ReasonNoListener {
+		return false
+	}
+	l := s.limit()
+	if l > 0 && time.Since(start)+wait > l {
+		return false
+	}
+	if wait == firstConnectWait {
+		fmt.Fprintf(s.stderr, "fi_connect: nothing listening at the server's address yet (%v); trying again for up to %v\n", e.Err, l)
+	}
+	select {
+	case <-s.ctx.Done():
+		return false
+	case <-time.After(wait):
+		return true
+	}
+}
+
+// reopenActiveRes replaces the endpoint of a refused connect, and the
+// queues and counters bound to it, by new ones (an endpoint whose connect
+// failed is not connected again). The buffers and their registration
+// belong to the domain and stay.
+func (s *Session) reopenActiveRes() error {
+	if s.rxcq == s.txcq {
+		s.rxcq = nil
+	}
+	for _, f := range []fi.Fid{s.ep, s.rxcq, s.txcq, s.rxcntr, s.txcntr} {
+		if f != nil {
+			if err := f.Close(); err != nil {
+				return callErr("fi_close", err)
+			}
+		}
+	}
+	s.ep, s.msg, s.tagged, s.cm = nil, nil, nil, nil
+	s.rxcq, s.txcq, s.rxcntr, s.txcntr = nil, nil, nil, nil
+	if err := s.allocActiveRes(); err != nil {
+		return err
+	}
+	return s.enableEPRecv()
 }
 
 // completeConnect waits for the endpoint's FI_CONNECTED event
