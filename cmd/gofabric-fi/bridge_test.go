@@ -96,7 +96,7 @@ func env(dir string, extra ...string) []string {
 		}
 		out = append(out, kv)
 	}
-	out = append(out, "FI_TCP_IFACE=lo", "FI_UDP_IFACE=lo")
+	out = append(out, "FI_TCP_IFACE=lo", "FI_UDP_IFACE=lo", reftest.HugePagesEnv)
 	if dir != "" {
 		out = append(out, "FI_PROVIDER_PATH="+dir)
 	}

@@ -27,6 +27,17 @@ import (
 // piece fail a test instead of skipping it.
 const StrictEnv = "GOFABRIC_STRICT"
 
+// HugePagesEnv goes into the environment of the C fabtests programs the
+// tests start: glibc's malloc then asks for transparent huge pages
+// (madvise MADV_HUGEPAGE) for its large blocks. A fabtests program run
+// without -S allocates and writes a window of 64 buffers of 8 MiB each
+// way, 1 GiB, which in 4 KiB pages costs about 0.9 s of CPU in page
+// faults on these hosts (0.16 s in huge pages), and the interop suites
+// start hundreds of them. It changes how the memory is backed, not what
+// the program does; a kernel whose transparent huge pages are off
+// ignores it.
+const HugePagesEnv = "GLIBC_TUNABLES=glibc.malloc.hugetlb=1"
+
 // Strict reports whether GOFABRIC_STRICT is set to a true value (1, t,
 // true, as strconv.ParseBool reads them).
 func Strict() bool {

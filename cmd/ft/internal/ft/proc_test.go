@@ -98,7 +98,7 @@ func startPeer(t testing.TB, kind, role, prog string, args ...string) *peer {
 		p.cmd.Env = append(os.Environ(), asMainEnv+"=1")
 	} else {
 		p.cmd = exec.Command(cProgram(t, prog), args...)
-		p.cmd.Env = os.Environ()
+		p.cmd.Env = append(os.Environ(), reftest.HugePagesEnv)
 	}
 	// Both the Go and the C providers use the first interface otherwise.
 	p.cmd.Env = append(p.cmd.Env, "FI_TCP_IFACE=lo", "FI_UDP_IFACE=lo")
