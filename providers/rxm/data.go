@@ -366,7 +366,8 @@ func (e *endpoint) newConn(info *fi.Info, p *peer) (*conn, error) {
 // peer's read-done, deferred operations, and unexpected rendezvous
 // requests that came over it (their data cannot be read any more); the
 // core completes what it still had queued with errors, which progress
-// takes.
+// takes. Unexpected eager messages stay, whole or still being placed:
+// the peer sent them before it went.
 func (e *endpoint) dropConn(c *conn, code fi.Errno) {
 	if c.closed {
 		return
@@ -422,7 +423,15 @@ func (e *endpoint) dropConn(c *conn, code fi.Errno) {
 	kept := e.unexp[:0]
 	for _, u := range e.unexp {
 		if d := u.dyn; d != nil && u.conn == c && !d.done {
-			d.orphan = true // still arriving: its completion frees it
+			if d.kind == dynEager {
+				// Its bytes may all be in: the core completes it, with
+				// success (a receive takes it then) or an error (then it
+				// goes, dynDone). A peer that sends and closes at once
+				// has its last messages here when its end is read first.
+				kept = append(kept, u)
+				continue
+			}
+			d.orphan = true // a rendezvous request: its data cannot be read any more
 			continue
 		}
 		if u.rndv && u.conn == c {

@@ -62,8 +62,9 @@ type dynRx struct {
 	c       *conn
 	matched bool
 	done    bool
-	// orphan says the connection was dropped while the message arrived
-	// unexpected: its entry is gone, and the completion only frees it.
+	// orphan says the connection was dropped while a rendezvous request
+	// arrived unexpected: its entry is gone, and the completion only
+	// frees it.
 	orphan bool
 	r      posted
 	buf    []byte

@@ -248,6 +248,63 @@ func TestRDMPeerGoneAndBack(t *testing.T) {
 	require.Equal(t, "again", next(t, a, b2).c.Context)
 }
 
+// TestRDMUnexpectedThenPeerGone: messages that arrived before their
+// sender closed are delivered to the receives posted afterwards,
+// whatever the receiver's progress takes first, the connection's end or
+// the messages' completions (the core can have queued both by the time
+// rxm looks, and its background progress runs beside the reader).
+// fabtests' msg_inject lost them that way: its C client sends five
+// messages and exits at once, and the server posts one receive at a
+// time; 3 in 120 runs of the pair lost messages 2 to 5 on a loaded host.
+// Each round here is that run: a fresh connection, the receiver's
+// progress driven while the sender sends, the first receive posted
+// early, the others one at a time after the sender closed.
+func TestRDMUnexpectedThenPeerGone(t *testing.T) {
+	for _, tagged := range []bool{false, true} {
+		t.Run(map[bool]string{false: "untagged", true: "tagged"}[tagged], func(t *testing.T) {
+			for round := 0; round < 30; round++ {
+				// A fresh connection, which the first send opens, as the
+				// C client's first message does with -E.
+				a, b := openSide(t), openSide(t)
+				toB := a.insert(t, b)[0]
+				b.insert(t, a)
+				const n = 5
+				bufs := make([][]byte, n)
+				post := func(i int) {
+					bufs[i] = make([]byte, 256)
+					if tagged {
+						require.NoError(t, b.tagged().TRecv(bufs[i], nil, fi.AddrUnspec, 0xabcd, 0, i))
+					} else {
+						require.NoError(t, b.msg().Recv(bufs[i], nil, fi.AddrUnspec, i))
+					}
+				}
+				post(0)
+				for i := 0; i < n; i++ {
+					msg := fill(100+i, byte(i))
+					send := func() error { return a.msg().Send(msg, nil, toB, i) }
+					if tagged {
+						send = func() error { return a.tagged().TSend(msg, nil, toB, 0xabcd, i) }
+					}
+					_, err := sendRetry(a, send, b) // the server spins on its CQ meanwhile
+					require.NoError(t, err)
+					require.Equal(t, i, next(t, a, b).c.Context)
+				}
+				require.NoError(t, a.e.Close())
+				for i := 0; i < n; i++ {
+					if i > 0 {
+						post(i)
+					}
+					got := next(t, b)
+					require.Nil(t, got.err, "round %d: message %d of %d, sent before the sender closed", round, i+1, n)
+					require.Equal(t, i, got.c.Context)
+					require.Equal(t, fill(100+i, byte(i)), bufs[i][:got.c.Len], "message %d", i+1)
+				}
+				require.NoError(t, b.e.Close())
+			}
+		})
+	}
+}
+
 // TestRDMBlockedReaderPeerGone: a reader blocked in SRead while its
 // rendezvous send waits for the peer's read-done learns that the peer
 // closed: only the connection's event tells it (the request's core send
