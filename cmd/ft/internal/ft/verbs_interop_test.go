@@ -22,13 +22,13 @@ import (
 // neither C's verbs nor gofabric's has: both sides exit 61 (ENODATA,
 // runfabtests.sh's "Notrun"), which the pair checks.
 //
-// The pairs of each group run side by side (go test's -parallel, the
-// guest's CPU count by default): under the VM's emulated CPUs most of a
-// pair's time is the C program's setup, which keeps one CPU busy (unless
-// -S names one size, ft_alloc_msgs allocates, writes and registers a
-// window of 64 buffers of the table's largest size, 8 MiB, each way:
-// 1 GiB), so two at once take about half as long. The guest needs the
-// memory for two such sides (scripts/test.sh gives it 4 GiB).
+// The pairs of each group run two at a time (verbsPairsAtOnce): under
+// the VM's emulated CPUs most of a pair's time is the C program's setup,
+// which keeps one CPU busy (unless -S names one size, ft_alloc_msgs
+// allocates, writes and registers a window of 64 buffers of the table's
+// largest size, 8 MiB, each way: 1 GiB), so two at once take about half
+// as long. The guest needs the memory for two such sides
+// (scripts/test.sh gives it 4 GiB); more would not fit.
 //
 // Left out: the programs that run on FI_EP_RDM (rdm, rdm_tagged_*,
 // rdm_cntr_pingpong, rdm_multi_client, rdm_rma_event, msg_inject,
@@ -60,9 +60,19 @@ func verbsHost(t *testing.T) string {
 	return ""
 }
 
+// verbsPairsAtOnce is how many verbs pairs run at once, whatever
+// -parallel allows.
+const verbsPairsAtOnce = 2
+
 func TestVerbsInterop(t *testing.T) {
 	pairHosts.Store("verbs", verbsHost(t))
 	fabtestsBin(t)
+	slots := make(chan struct{}, verbsPairsAtOnce)
+	parallel := func(t *testing.T) {
+		t.Parallel()
+		slots <- struct{}{}
+		t.Cleanup(func() { <-slots })
+	}
 	ways := func(f func(server, client string)) {
 		f("go", "c")
 		f("c", "go")
@@ -72,7 +82,7 @@ func TestVerbsInterop(t *testing.T) {
 			ways(func(server, client string) {
 				p := pair{prov: "verbs", prog: "msg_pingpong", server: server, client: client, v: v}
 				t.Run(p.name(), func(t *testing.T) {
-					t.Parallel()
+					parallel(t)
 					runPair(t, p)
 				})
 			})
@@ -96,7 +106,7 @@ func TestVerbsInterop(t *testing.T) {
 		add("rma_bw", []string{"-e", "msg", "-o", "read"}, bwB)
 		for _, p := range ps {
 			t.Run(p.name(), func(t *testing.T) {
-				t.Parallel()
+				parallel(t)
 				srv, cli := runBWPair(t, p)
 				checkBWRows(t, p, srv, cli)
 			})
@@ -113,7 +123,7 @@ func TestVerbsInterop(t *testing.T) {
 		ps = append(ps, bothWays(fpair{prov: "verbs", prog: "unexpected_msg", variant: "-e_msg", args: []string{"-e", "msg", "-I", "5", "-b=" + oobPlaceholder}, status: int(fi.ENODATA)})...)
 		for _, p := range ps {
 			t.Run(p.name(), func(t *testing.T) {
-				t.Parallel()
+				parallel(t)
 				runFunctional(t, p)
 			})
 		}
@@ -121,7 +131,7 @@ func TestVerbsInterop(t *testing.T) {
 		// (TestClientWaitsForLateListen), over verbs.
 		for _, flag := range []string{"-E", "-b"} {
 			t.Run("verbs/msg/late_listen/"+flag, func(t *testing.T) {
-				t.Parallel()
+				parallel(t)
 				runLateListen(t, "verbs", flag)
 			})
 		}
