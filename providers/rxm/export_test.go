@@ -65,3 +65,15 @@ func RndvSentOf(e ep.Endpoint) int {
 	}
 	return n
 }
+
+// ProgressCoreFirst runs rxm endpoint e's core progress without taking
+// its completions (a read of none), then has e's next progress read the
+// connections' events before those completions: the order in which a
+// peer's close can be seen before the messages it sent.
+func ProgressCoreFirst(e ep.Endpoint) {
+	x := e.(*endpoint)
+	if r := x.refs.Load(); r != nil {
+		_, _ = r.cq.Read(nil)
+	}
+	x.cmDue.Store(true)
+}

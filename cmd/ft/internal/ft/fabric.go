@@ -660,12 +660,8 @@ func (s *Session) reopenActiveRes() error {
 	if s.rxcq == s.txcq {
 		s.rxcq = nil
 	}
-	for _, f := range []fi.Fid{s.ep, s.rxcq, s.txcq, s.rxcntr, s.txcntr} {
-		if f != nil {
-			if err := f.Close(); err != nil {
-				return callErr("fi_close", err)
-			}
-		}
+	if err := closeFids(s.ep, s.rxcq, s.txcq, s.rxcntr, s.txcntr); err != nil {
+		return callErr("fi_close", err)
 	}
 	s.ep, s.msg, s.tagged, s.cm = nil, nil, nil, nil
 	s.rxcq, s.txcq, s.rxcntr, s.txcntr = nil, nil, nil, nil

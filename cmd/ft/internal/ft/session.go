@@ -186,12 +186,22 @@ func (s *Session) close() error {
 	if s.rxcq == s.txcq {
 		s.rxcq = nil // a shared CQ closes once
 	}
-	// Nil interface fields convert to nil fi.Fid values, skipped below.
-	for _, f := range []fi.Fid{s.ep, s.pep, s.rxcq, s.txcq, s.rxcntr, s.txcntr, s.mr, s.av, s.domain, s.eq, s.fabric} {
-		if f != nil {
-			keep(f.Close())
+	keep(closeFids(s.ep, s.pep, s.rxcq, s.txcq, s.rxcntr, s.txcntr, s.mr, s.av, s.domain, s.eq, s.fabric))
+	s.ep, s.pep, s.rxcq, s.txcq, s.rxcntr, s.txcntr, s.mr, s.av, s.domain, s.eq, s.fabric = nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil
+	return first
+}
+
+// closeFids closes each object in order, skipping nil ones (nil interface
+// fields convert to nil fi.Fid values), and returns the first error.
+func closeFids(fids ...fi.Fid) error {
+	var first error
+	for _, f := range fids {
+		if f == nil {
+			continue
+		}
+		if err := f.Close(); err != nil && first == nil {
+			first = err
 		}
 	}
-	s.ep, s.pep, s.rxcq, s.txcq, s.rxcntr, s.txcntr, s.mr, s.av, s.domain, s.eq, s.fabric = nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil
 	return first
 }
