@@ -67,3 +67,34 @@ func TestPatternVerify(t *testing.T) {
 	require.ErrorAs(t, r2.Verify(b), &ce)
 	require.Equal(t, &CheckError{Iteration: 1, Size: 64, Byte: 0}, ce)
 }
+
+// TestPatternVerifyFindsEveryByte corrupts one byte at a time, in the
+// first period and in each doubled stretch after it, in sizes around the
+// period, and checks that Verify names that byte, as a byte-by-byte check
+// would; Fill's doubling copies must write what the definition says.
+func TestPatternVerifyFindsEveryByte(t *testing.T) {
+	for _, size := range []int{1, 61, 62, 63, 123, 124, 125, 1000, 4096, 65536 + 7} {
+		for k := range 3 { // three start offsets of the alphabet
+			var sender Pattern
+			sender.fills = uint64(k)
+			b := make([]byte, size)
+			sender.Fill(b)
+			for i, c := range b {
+				require.Equal(t, alphabet[(7*k+i)%62], c, "size %d k=%d i=%d", size, k, i)
+			}
+			for _, at := range []int{0, size / 3, size / 2, size - 1, 61, 62, 124, 247, 248, 4000} {
+				if at >= size {
+					continue
+				}
+				b[at] ^= 0x20
+				receiver := Pattern{checks: uint64(k)}
+				var ce *CheckError
+				require.ErrorAs(t, receiver.Verify(b), &ce, "size %d, byte %d", size, at)
+				require.Equal(t, at, ce.Byte, "size %d", size)
+				b[at] ^= 0x20
+				receiver = Pattern{checks: uint64(k)}
+				require.NoError(t, receiver.Verify(b), "size %d", size)
+			}
+		}
+	}
+}
