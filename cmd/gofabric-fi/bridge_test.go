@@ -566,8 +566,8 @@ func TestWaitFDFromC(t *testing.T) {
 // -U runs, FI_DELIVERY_COMPLETE, run on both). fi_rdm_atomic and
 // fi_multi_recv are excluded: the library does not offer FI_ATOMIC to C
 // (it strips the capability), and both programs run against gofabric
-// over the wire in cmd/ft's interop tests instead. It takes about two
-// minutes; -short skips it.
+// over the wire in cmd/ft's interop tests instead. The two providers'
+// runs go side by side; each takes one to two minutes; -short skips it.
 func TestRunfabtestsShort(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runfabtests.sh -t short takes about two minutes")
@@ -602,6 +602,10 @@ func TestRunfabtestsShort(t *testing.T) {
 		{"goshm", "", regexp.MustCompile(`^fi_dgram|^fi_msg|-e msg`)},
 	} {
 		t.Run(c.prov, func(t *testing.T) {
+			// The two runs share nothing (each has its own namespaces
+			// and temporary directory; only goshm uses shared memory):
+			// side by side they take the time of the longer one.
+			t.Parallel()
 			e := env(dir)
 			if c.env != "" {
 				e = append(e, c.env)
@@ -680,6 +684,10 @@ func TestDataPathAllocs(t *testing.T) {
 	const iters = 20000
 	for _, c := range []struct{ prov, env string }{{"goshm", ""}, {"gotcp", "FI_PROVIDER=^ofi_rxm"}} {
 		t.Run(c.prov, func(t *testing.T) {
+			// The two runs share nothing (each has its own namespaces
+			// and temporary directory; only goshm uses shared memory):
+			// side by side they take the time of the longer one.
+			t.Parallel()
 			e := env(dir)
 			if c.env != "" {
 				e = append(e, c.env)
