@@ -460,11 +460,16 @@ func (t *fabricTransport) Send(n int) error {
 }
 
 // Recv implements Transport.
-func (t *fabricTransport) Recv() (int, error) {
+func (t *fabricTransport) Recv(check func(n int) error) (int, error) {
 	if err := t.wait(t.rxcq); err != nil {
 		return 0, err
 	}
 	n := max(t.comp[0].Len-t.rxPre, 0) // the length counts the prefix
+	if check != nil {
+		if err := check(n); err != nil {
+			return n, err
+		}
+	}
 	return n, t.postRecv()
 }
 
@@ -510,7 +515,7 @@ func (t *fabricTransport) Finalize() error {
 	if err := t.wait(t.txcq); err != nil {
 		return err
 	}
-	_, err := t.Recv()
+	_, err := t.Recv(nil)
 	return err
 }
 

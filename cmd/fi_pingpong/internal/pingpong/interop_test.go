@@ -177,7 +177,7 @@ func (u *udpTransport) Send(n int) error {
 	return err
 }
 
-func (u *udpTransport) Recv() (int, error) {
+func (u *udpTransport) Recv(check func(n int) error) (int, error) {
 	if u.timeout == 0 {
 		u.timeout = 10 * time.Second
 	}
@@ -185,6 +185,9 @@ func (u *udpTransport) Recv() (int, error) {
 		return 0, err
 	}
 	n, _, err := u.conn.ReadFromUDPAddrPort(u.rx)
+	if err == nil && check != nil {
+		err = check(n)
+	}
 	return n, err
 }
 
@@ -193,7 +196,7 @@ func (u *udpTransport) Finalize() error {
 	if err := u.Send(len(finMsg)); err != nil {
 		return err
 	}
-	n, err := u.Recv()
+	n, err := u.Recv(nil)
 	if err != nil {
 		return err
 	}

@@ -35,9 +35,12 @@ type Transport interface {
 	// Send sends tx[:n] as one message and waits for its send completion,
 	// or injects it (no completion) when n is below the inject size.
 	Send(n int) error
-	// Recv waits for one receive completion, posts the receive again and
-	// returns the received length.
-	Recv() (int, error)
+	// Recv waits for one receive completion; then, while rx still holds
+	// the message, calls check with its length (unless check is nil) and
+	// returns check's error as it is; then posts the receive again and
+	// returns the length. C's pp_rx has this order: the buffer is checked
+	// before the provider may write into it again.
+	Recv(check func(n int) error) (int, error)
 	// Finalize sends the 4-byte "fin\0" message with transmit-complete
 	// semantics, waits for its completion, then for the peer's "fin".
 	Finalize() error
@@ -196,14 +199,15 @@ func RunCtrl(ctx context.Context, o *Options, c *Ctrl, t Transport, stdout, stde
 // completions and the elapsed time.
 func pingpong(o *Options, t Transport, pat *Pattern, tx, rx []byte) (count int, elapsed time.Duration, err error) {
 	size := len(tx)
+	var check func(int) error
+	if o.Check {
+		check = func(int) error { return pat.Verify(rx) }
+	}
 	recv := func() error {
-		if _, err := t.Recv(); err != nil {
+		if _, err := t.Recv(check); err != nil {
 			return err
 		}
 		count++
-		if o.Check {
-			return pat.Verify(rx)
-		}
 		return nil
 	}
 	send := func() error {

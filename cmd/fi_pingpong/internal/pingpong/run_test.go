@@ -70,13 +70,17 @@ func (f *fakeTransport) Send(n int) error {
 	return nil
 }
 
-func (f *fakeTransport) Recv() (int, error) {
+func (f *fakeTransport) Recv(check func(n int) error) (int, error) {
 	select {
 	case b := <-f.in:
 		if len(b) > len(f.rx) {
 			return 0, fi.ETRUNC
 		}
-		return copy(f.rx, b), nil
+		n := copy(f.rx, b)
+		if check != nil {
+			return n, check(n)
+		}
+		return n, nil
 	case <-time.After(10 * time.Second):
 		return 0, fi.ETIMEDOUT
 	}
@@ -84,7 +88,7 @@ func (f *fakeTransport) Recv() (int, error) {
 
 func (f *fakeTransport) Finalize() error {
 	f.out <- bytes.Clone(finMsg)
-	n, err := f.Recv()
+	n, err := f.Recv(nil)
 	if err != nil {
 		return err
 	}
