@@ -684,10 +684,6 @@ func TestDataPathAllocs(t *testing.T) {
 	const iters = 20000
 	for _, c := range []struct{ prov, env string }{{"goshm", ""}, {"gotcp", "FI_PROVIDER=^ofi_rxm"}} {
 		t.Run(c.prov, func(t *testing.T) {
-			// The two runs share nothing (each has its own namespaces
-			// and temporary directory; only goshm uses shared memory):
-			// side by side they take the time of the longer one.
-			t.Parallel()
 			e := env(dir)
 			if c.env != "" {
 				e = append(e, c.env)
