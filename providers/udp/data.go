@@ -67,13 +67,17 @@ func (e *endpoint) send(iov [][]byte, dest fi.Addr, ctx any, flags fi.Flags, inj
 			return fi.EINVAL
 		}
 	}
-	var err error
-	if len(iov) == 1 {
-		err = sendTo(e.fd, iov[0], sa)
-	} else {
-		e.txMu.Lock()
-		err = e.tx.sendMsg(e.fd, iov, sa)
-		e.txMu.Unlock()
+	fd, connected := e.fd, false
+	if flags&fi.FlagMulticast == 0 {
+		fd, connected = e.sendFD(sa)
+		if !connected {
+			fd = e.fd
+		}
+	}
+	err := e.sendOn(fd, iov, sa, connected)
+	if connected && err != nil && asyncError(err) {
+		// An ICMP report for an earlier datagram, now cleared.
+		err = e.sendOn(fd, iov, sa, connected)
 	}
 	if err != nil {
 		return errnoOf(err)
@@ -85,6 +89,21 @@ func (e *endpoint) send(iov [][]byte, dest fi.Addr, ctx any, flags fi.Flags, inj
 		_ = e.TxCQ.CompleteOverflow(eq.Completion{Context: ctx, Flags: fi.FlagSend | fi.FlagMsg | flags&fi.FlagMulticast}, fi.AddrUnspec)
 	}
 	return nil
+}
+
+// sendOn sends iov as one datagram from fd: to sa, or, from a connected
+// peer socket, to its peer.
+func (e *endpoint) sendOn(fd int, iov [][]byte, sa []byte, connected bool) error {
+	if connected {
+		sa = nil
+	}
+	if len(iov) == 1 {
+		return sendTo(fd, iov[0], sa)
+	}
+	e.txMu.Lock()
+	err := e.tx.sendMsg(fd, iov, sa)
+	e.txMu.Unlock()
+	return err
 }
 
 // PostTx sends an operation of the adapter (kit.Poster): fi_send,

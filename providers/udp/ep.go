@@ -62,6 +62,15 @@ type endpoint struct {
 	mcMu   sync.Mutex
 	groups atomic.Pointer[[]*group]
 
+	// peerMu serialises opening peer sockets (peer.go) and closing them;
+	// peers is the table of destinations with one, read without a lock by
+	// the data path; peerPort says the endpoint's socket could be shared
+	// with them (SO_REUSEPORT, set at Enable).
+	peerMu      sync.Mutex
+	peers       atomic.Pointer[[]*peer]
+	peersClosed bool
+	peerPort    bool
+
 	// posted mirrors rx.size, so that progress and the background
 	// goroutine see without the lock whether receives are posted.
 	posted atomic.Int64
@@ -188,6 +197,9 @@ func (e *endpoint) Enable() error {
 		return errors.Wrap(err, "udp: enable: bound address")
 	}
 	e.ifindex = ifindexOf(bound.Addr())
+	// Peer sockets bind the same address and port (peer.go); without
+	// SO_REUSEPORT every destination is sent to from this socket.
+	e.peerPort = unix.SetsockoptInt(e.fd, unix.SOL_SOCKET, unix.SO_REUSEPORT, 1) == nil
 	b := &e.bind
 	e.av = b.AV.(*addrVector).AV
 	if q, ok := b.EQ.(*eventQueue); ok {
@@ -318,6 +330,7 @@ func (e *endpoint) Close() error {
 	e.mu.Lock()
 	e.rx.cancelAll(e)
 	e.mu.Unlock()
+	e.closePeers()
 	_ = unix.Close(e.fd)
 	e.bind.Release()
 	e.domain.Release(kit.KindEndpoint)

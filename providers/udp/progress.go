@@ -38,6 +38,10 @@ type recvPath struct {
 	srcLen  int
 	srcAddr fi.Addr
 	srcVer  uint64
+	// tick counts progress's polls and idle the endpoint socket's empty
+	// ones, once it has peer sockets (progress).
+	tick uint64
+	idle uint32
 }
 
 // post queues a receive; bare fi.EAGAIN when queueSize are posted.
@@ -134,30 +138,78 @@ func (e *endpoint) runProgress(drain bool) {
 // Go's fi_pingpong post two for FI_EP_DGRAM), that second, empty
 // recvfrom(2) lay between every message and its answer (fi_pingpong udp
 // 64 B, 4 interleaved rounds: 2.58 against 2.28 us a message; C 2.14).
+//
+// With peer sockets (peer.go) an application's poll skips a socket that
+// has been empty for idleAfter polls in a row, except on every idleEvery-th
+// poll: most of a round trip's time goes to the system calls, and a
+// ping-pong with one peer would otherwise make two of them (the peer
+// socket's and the endpoint's, where nothing comes) for each look. A
+// datagram on a quiet socket waits at most idleEvery polls, and the
+// background progress, which runs when nobody polls, watches them all.
 func (r *recvPath) progress(e *endpoint, drain bool) {
 	if r.size == 0 || e.ref.Closed() {
 		return
 	}
-	for r.size > 0 && r.recvFrom(e, e.fd, 0) && drain {
+	if ps := e.peers.Load(); ps == nil {
+		for r.size > 0 && r.recvFrom(e, e.fd, 0, false) && drain {
+		}
+	} else {
+		r.tick++
+		sweep := drain || r.tick%idleEvery == 0
+		for _, p := range *ps {
+			if p.fd >= 0 {
+				r.poll(e, p.fd, &p.idle, sweep, drain)
+			}
+		}
+		r.poll(e, e.fd, &r.idle, sweep, drain)
 	}
 	if gs := e.groups.Load(); gs != nil {
 		for _, g := range *gs {
 			if g == nil || g.fd < 0 {
 				continue
 			}
-			for r.size > 0 && r.recvFrom(e, g.fd, fi.FlagMulticast) && drain {
+			for r.size > 0 && r.recvFrom(e, g.fd, fi.FlagMulticast, false) && drain {
 			}
 		}
 	}
 }
 
+// idleAfter and idleEvery are progress's rule for quiet sockets.
+const (
+	idleAfter = 16
+	idleEvery = 8
+)
+
+// poll receives from fd, the endpoint's socket or a peer socket, unless
+// it is quiet (idle counts its empty polls) and this is no sweep.
+func (r *recvPath) poll(e *endpoint, fd int, idle *uint32, sweep, drain bool) {
+	if *idle >= idleAfter && !sweep {
+		return
+	}
+	got := false
+	for r.size > 0 && r.recvFrom(e, fd, 0, fd != e.fd) {
+		got = true
+		if !drain {
+			break
+		}
+	}
+	switch {
+	case got:
+		*idle = 0
+	case *idle < idleAfter:
+		*idle++
+	}
+}
+
 // recvFrom receives one datagram from fd into the oldest posted receive
-// and completes it; false when fd has none.
-func (r *recvPath) recvFrom(e *endpoint, fd int, flags fi.Flags) bool {
+// and completes it; false when fd has none. On a connected peer socket an
+// error is an ICMP report for an earlier send, which the receive consumed:
+// that is no datagram either.
+func (r *recvPath) recvFrom(e *endpoint, fd int, flags fi.Flags, connected bool) bool {
 	x := &r.ring[r.head]
 	withSource := e.info.Caps&fi.CapSource != 0
 	n, name, err := r.msg.recv(fd, x.iov[:x.niov], withSource)
-	if err == unix.EAGAIN {
+	if err == unix.EAGAIN || err != nil && connected {
 		return false
 	}
 	// The slot is released where it is (pop would copy the entry out).

@@ -50,16 +50,19 @@ func (m *msgScratch) clear() {
 	m.h.Iov, m.h.Name = nil, nil
 }
 
-// sendTo sends buf to the sockaddr sa as one datagram (sendto(2)). It
-// returns a bare errno: unix.EAGAIN when the socket buffer is full.
+// sendTo sends buf to the sockaddr sa as one datagram (sendto(2)); with
+// no sa, to the peer of the connected socket fd. It returns a bare errno: unix.EAGAIN when the socket buffer is full.
 func sendTo(fd int, buf, sa []byte) error {
-	var p unsafe.Pointer
+	var p, sp unsafe.Pointer
 	if len(buf) > 0 {
 		p = unsafe.Pointer(&buf[0])
 	}
+	if len(sa) > 0 {
+		sp = unsafe.Pointer(&sa[0])
+	}
 	for {
 		_, _, e := unix.RawSyscall6(unix.SYS_SENDTO, uintptr(fd), uintptr(p), uintptr(len(buf)),
-			0, uintptr(unsafe.Pointer(&sa[0])), uintptr(len(sa)))
+			0, uintptr(sp), uintptr(len(sa)))
 		if e == unix.EINTR {
 			continue
 		}
@@ -74,8 +77,11 @@ func sendTo(fd int, buf, sa []byte) error {
 // results.
 func (m *msgScratch) sendMsg(fd int, bufs [][]byte, sa []byte) error {
 	m.setIOV(bufs)
-	m.h.Name = &sa[0]
-	m.h.Namelen = uint32(len(sa))
+	m.h.Name, m.h.Namelen = nil, 0
+	if len(sa) > 0 {
+		m.h.Name = &sa[0]
+		m.h.Namelen = uint32(len(sa))
+	}
 	defer m.clear()
 	for {
 		_, _, e := unix.RawSyscall(unix.SYS_SENDMSG, uintptr(fd), uintptr(unsafe.Pointer(&m.h)), 0)
