@@ -6,12 +6,15 @@ import (
 	"context"
 	"net"
 	"os"
+	"runtime"
 	"testing"
 	"time"
 
+	"github.com/gofabric/gofabric/ep"
 	"github.com/gofabric/gofabric/eq"
 	"github.com/gofabric/gofabric/fi"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 )
 
 // The endpoint sends to its first destinations from sockets connected to
@@ -218,4 +221,45 @@ func TestPeerSocketsClose(t *testing.T) {
 		}
 	})
 	require.Equal(t, before, openFDs(t), "descriptors open after every object closed")
+}
+
+// TestPortNotShared: the endpoint's socket lets its peer sockets bind
+// its port (SO_REUSEPORT), but nobody else: another endpoint asking for
+// the same address gets EADDRINUSE at Enable, and a socket of another
+// user cannot join the port even with SO_REUSEPORT, while one of the same
+// user can (the kernel's rule, which the check below would see broken).
+func TestPortNotShared(t *testing.T) {
+	noLeaks(t)
+	cleanEnv(t)
+	a := newNode(t, loInfo(t, 0), false)
+	p := plainPeer(t)
+	require.NoError(t, a.msg.Inject([]byte("x"), a.insert(t, sockaddrOf(t, p.LocalAddr().(*net.UDPAddr)))))
+
+	info := a.info.Clone()
+	info.SrcAddr = append([]byte(nil), a.name...)
+	e2, err := ep.Open(a.domain, info)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, e2.Close()) }()
+	require.NoError(t, e2.Bind(a.txcq, fi.FlagSend))
+	require.NoError(t, e2.Bind(a.rxcq, fi.FlagRecv))
+	require.NoError(t, e2.Bind(a.av, 0))
+	require.ErrorIs(t, e2.Enable(), fi.EADDRINUSE, "a second endpoint on the first one's address")
+
+	if os.Geteuid() != 0 {
+		t.Skip("creating a socket as another user (setfsuid) needs root; the rest of the test ran")
+	}
+	port := nameOf(t, a.name).Port
+	bindAs := func(uid int) error {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		require.NoError(t, unix.Setfsuid(uid))
+		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+		require.NoError(t, unix.Setfsuid(0))
+		require.NoError(t, err)
+		defer func() { _ = unix.Close(fd) }()
+		require.NoError(t, unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEPORT, 1))
+		return unix.Bind(fd, &unix.SockaddrInet4{Port: port, Addr: [4]byte{127, 0, 0, 1}})
+	}
+	require.ErrorIs(t, bindAs(65534), unix.EADDRINUSE, "another user's socket on the endpoint's port")
+	require.NoError(t, bindAs(os.Geteuid()), "a socket of the same user may join the port")
 }
