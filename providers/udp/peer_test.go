@@ -126,6 +126,7 @@ func TestManyDestinations(t *testing.T) {
 		peers[i] = plainPeer(t)
 		addrs[i] = a.insert(t, sockaddrOf(t, peers[i].LocalAddr().(*net.UDPAddr)))
 	}
+	fds := openFDs(t)
 	for round := range 3 {
 		for i, p := range peers {
 			require.NoError(t, a.msg.Send([]byte{byte(i), byte(round)}, nil, addrs[i], i))
@@ -169,6 +170,7 @@ func TestManyDestinations(t *testing.T) {
 		}
 		require.Len(t, seen, n)
 	}
+	require.Equal(t, fds+8, openFDs(t), "peer sockets for the first 8 destinations only")
 }
 
 // TestClosedPeerIsSilent: a destination whose port closes answers with
@@ -262,4 +264,37 @@ func TestPortNotShared(t *testing.T) {
 	}
 	require.ErrorIs(t, bindAs(65534), unix.EADDRINUSE, "another user's socket on the endpoint's port")
 	require.NoError(t, bindAs(os.Geteuid()), "a socket of the same user may join the port")
+}
+
+// TestPeerSocketsIPv6: the same over ::1, where the sockaddrs that bind
+// and connect the peer sockets are struct sockaddr_in6; each side opens
+// one socket for its peer on its first send there, and none after.
+func TestPeerSocketsIPv6(t *testing.T) {
+	noLeaks(t)
+	cleanEnv(t)
+	h := udpHints()
+	h.DomainAttr.Name = "lo"
+	h.AddrFormat = fi.FormatSockaddrIn6
+	infos, err := fi.GetInfo(context.Background(), "", "", 0, h)
+	if err != nil {
+		t.Skipf("no IPv6 loopback address on this host (GetInfo: %v)", err)
+	}
+	a, b := newNode(t, infos[0], false), newNode(t, infos[0], false)
+	toB, toA := a.insert(t, b.name), b.insert(t, a.name)
+	before := openFDs(t)
+	buf := make([]byte, 8)
+	for i := range 20 {
+		require.NoError(t, b.msg.Recv(buf, nil, fi.AddrUnspec, nil))
+		require.NoError(t, a.msg.Inject([]byte{byte(i)}, toB))
+		_, src, cerr := readOne(t, b.rxcq)
+		require.Nil(t, cerr)
+		require.Equal(t, toA, src)
+		require.NoError(t, a.msg.Recv(buf, nil, fi.AddrUnspec, nil))
+		require.NoError(t, b.msg.Inject([]byte{byte(i)}, toA))
+		_, src, cerr = readOne(t, a.rxcq)
+		require.Nil(t, cerr)
+		require.Equal(t, toB, src)
+		require.Equal(t, byte(i), buf[0])
+	}
+	require.Equal(t, before+2, openFDs(t), "one peer socket on each side")
 }
