@@ -14,8 +14,9 @@ import (
 // is full gives bare fi.EAGAIN. Payloads go out as they are, with no
 // header, so C and Go peers interoperate. Messages above max_msg_size
 // (1472 bytes) give fi.EMSGSIZE. The calls never block and, on success,
-// never allocate; they need an enabled endpoint (fi.EOPBADSTATE before,
-// fi.EBADF after Close). Errors are bare fi.Errno values.
+// never allocate (but for a send that opens a peer socket, peer.go,
+// once per destination); they need an enabled endpoint (fi.EOPBADSTATE
+// before, fi.EBADF after Close). Errors are bare fi.Errno values.
 
 // txOpFlags are the flags a send may carry.
 const txOpFlags = fi.FlagCompletion | fi.FlagInject | fi.FlagInjectComplete | fi.FlagTransmitComplete |

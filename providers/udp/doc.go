@@ -47,12 +47,14 @@
 // progress receives from it as from the endpoint's own. Peers see nothing
 // of this: the source address and the datagrams are the same. The
 // endpoint's socket has SO_REUSEPORT once bound, so that these sockets can
-// share its port; only processes of the same user can join it. Messages above 1472 bytes give fi.EMSGSIZE, SendData and
-// InjectData fi.ENOSYS (cq_data_size is 0). Receives fill in posting
-// order from any sender; a datagram longer than the receive completes it
-// with an fi.ETRUNC error entry (OLen: the bytes lost). With FI_SOURCE,
-// CQ.ReadFrom gives the sender's fi.Addr in the AV, fi.AddrUnspec when it
-// is not there. The data calls never block and never allocate.
+// share its port; only processes of the same user can join it. Messages
+// above 1472 bytes give fi.EMSGSIZE, SendData and InjectData fi.ENOSYS
+// (cq_data_size is 0). Receives fill in posting order from any sender; a
+// datagram longer than the receive completes it with an fi.ETRUNC error
+// entry (OLen: the bytes lost). With FI_SOURCE, CQ.ReadFrom gives the
+// sender's fi.Addr in the AV, fi.AddrUnspec when it is not there. The
+// data calls never block and never allocate, but for the first send to
+// each destination that gets a socket of its own.
 //
 // # Multicast
 //

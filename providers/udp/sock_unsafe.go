@@ -51,7 +51,8 @@ func (m *msgScratch) clear() {
 }
 
 // sendTo sends buf to the sockaddr sa as one datagram (sendto(2)); with
-// no sa, to the peer of the connected socket fd. It returns a bare errno: unix.EAGAIN when the socket buffer is full.
+// no sa, to the peer of the connected socket fd. It returns a bare errno:
+// unix.EAGAIN when the socket buffer is full.
 func sendTo(fd int, buf, sa []byte) error {
 	var p, sp unsafe.Pointer
 	if len(buf) > 0 {
