@@ -71,9 +71,6 @@ func (e *endpoint) send(iov [][]byte, dest fi.Addr, ctx any, flags fi.Flags, inj
 	fd, connected := e.fd, false
 	if flags&fi.FlagMulticast == 0 {
 		fd, connected = e.sendFD(sa)
-		if !connected {
-			fd = e.fd
-		}
 	}
 	err := e.sendOn(fd, iov, sa, connected)
 	if connected && err != nil && asyncError(err) {

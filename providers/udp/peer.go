@@ -50,45 +50,54 @@ type peer struct {
 	idle uint32 // consecutive polls that found the socket empty
 }
 
-// sendFD returns the socket to send a datagram to sa from: sa's peer
-// socket, else the endpoint's. It opens the peer socket on the first send
-// to one of the first maxPeers unicast destinations (the one time the
-// path allocates and makes system calls other than the send).
+// sendFD returns the socket to send a datagram to sa from, and whether
+// it is sa's connected peer socket (else it is the endpoint's). It opens
+// the peer socket on the first send to one of the first maxPeers unicast
+// destinations (the one time the path allocates and makes system calls
+// other than the send).
 func (e *endpoint) sendFD(sa []byte) (int, bool) {
-	ps := e.peers.Load()
-	if ps != nil {
+	p := e.findPeer(sa)
+	if p == nil && e.peerPort {
+		p = e.openPeer(sa)
+	}
+	if p == nil || p.fd < 0 {
+		return e.fd, false
+	}
+	return p.fd, true
+}
+
+// findPeer returns sa's peer, nil when it has none yet.
+func (e *endpoint) findPeer(sa []byte) *peer {
+	if ps := e.peers.Load(); ps != nil {
 		for _, p := range *ps {
 			if string(p.sa) == string(sa) {
-				return p.fd, p.fd >= 0
+				return p
 			}
 		}
 		if len(*ps) >= maxPeers {
-			return e.fd, false
+			return noPeer
 		}
 	}
-	if !e.peerPort {
-		return e.fd, false
-	}
-	p := e.openPeer(sa)
-	return p.fd, p.fd >= 0
+	return nil
 }
+
+// noPeer stands for a destination that gets no peer socket.
+var noPeer = &peer{fd: -1}
 
 // openPeer returns sa's peer, opening its socket unless another send did
 // or the endpoint closes, under peerMu.
 func (e *endpoint) openPeer(sa []byte) *peer {
 	e.peerMu.Lock()
 	defer e.peerMu.Unlock()
+	if p := e.findPeer(sa); p != nil {
+		return p
+	}
+	if e.peersClosed {
+		return noPeer
+	}
 	var cur []*peer
 	if ps := e.peers.Load(); ps != nil {
 		cur = *ps
-	}
-	for _, p := range cur {
-		if string(p.sa) == string(sa) {
-			return p
-		}
-	}
-	if len(cur) >= maxPeers || e.peersClosed {
-		return &peer{fd: -1}
 	}
 	p := &peer{sa: append([]byte(nil), sa...), fd: e.dialPeer(sa)}
 	next := append(append(make([]*peer, 0, len(cur)+1), cur...), p)

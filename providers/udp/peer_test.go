@@ -41,15 +41,6 @@ func plainPeer(t *testing.T) *net.UDPConn {
 	return c
 }
 
-// sockaddrOf is the AV form of a net.UDPAddr (struct sockaddr_in).
-func sockaddrOf(t *testing.T, a *net.UDPAddr) []byte {
-	t.Helper()
-	ap := a.AddrPort()
-	_, sa, err := fi.SockaddrFromAddrPort(ap)
-	require.NoError(t, err)
-	return sa
-}
-
 // nameOf is the address an endpoint's Name gives, as net sees senders.
 func nameOf(t *testing.T, name []byte) *net.UDPAddr {
 	t.Helper()
@@ -91,7 +82,7 @@ func TestPingPongKeepsSources(t *testing.T) {
 	// A sender a has never sent to: its datagrams arrive on a's own
 	// socket, which a's polls have found empty for a while.
 	c := plainPeer(t)
-	toC := a.insert(t, sockaddrOf(t, c.LocalAddr().(*net.UDPAddr)))
+	toC := a.insert(t, sockaddr(c.LocalAddr().String()))
 	for i := range 20 {
 		require.NoError(t, a.msg.Recv(buf, nil, fi.AddrUnspec, "a"))
 		_, err := c.WriteToUDP([]byte{byte(i)}, nameOf(t, a.name))
@@ -124,7 +115,7 @@ func TestManyDestinations(t *testing.T) {
 	addrs := make([]fi.Addr, n)
 	for i := range peers {
 		peers[i] = plainPeer(t)
-		addrs[i] = a.insert(t, sockaddrOf(t, peers[i].LocalAddr().(*net.UDPAddr)))
+		addrs[i] = a.insert(t, sockaddr(peers[i].LocalAddr().String()))
 	}
 	fds := openFDs(t)
 	for round := range 3 {
@@ -182,7 +173,7 @@ func TestClosedPeerIsSilent(t *testing.T) {
 	noLeaks(t)
 	a, b, toB, toA := pair(t)
 	gone := plainPeer(t)
-	toGone := a.insert(t, sockaddrOf(t, gone.LocalAddr().(*net.UDPAddr)))
+	toGone := a.insert(t, sockaddr(gone.LocalAddr().String()))
 	require.NoError(t, a.msg.Inject([]byte("hello"), toGone))
 	got := make([]byte, 8)
 	require.NoError(t, gone.SetReadDeadline(time.Now().Add(10*time.Second)))
@@ -219,7 +210,7 @@ func TestPeerSocketsClose(t *testing.T) {
 		a := newNode(t, loInfo(t, 0), false)
 		for range 10 {
 			p := plainPeer(t)
-			require.NoError(t, a.msg.Inject([]byte("x"), a.insert(t, sockaddrOf(t, p.LocalAddr().(*net.UDPAddr)))))
+			require.NoError(t, a.msg.Inject([]byte("x"), a.insert(t, sockaddr(p.LocalAddr().String()))))
 		}
 	})
 	require.Equal(t, before, openFDs(t), "descriptors open after every object closed")
@@ -235,7 +226,7 @@ func TestPortNotShared(t *testing.T) {
 	cleanEnv(t)
 	a := newNode(t, loInfo(t, 0), false)
 	p := plainPeer(t)
-	require.NoError(t, a.msg.Inject([]byte("x"), a.insert(t, sockaddrOf(t, p.LocalAddr().(*net.UDPAddr)))))
+	require.NoError(t, a.msg.Inject([]byte("x"), a.insert(t, sockaddr(p.LocalAddr().String()))))
 
 	info := a.info.Clone()
 	info.SrcAddr = append([]byte(nil), a.name...)
